@@ -1,0 +1,31 @@
+# Both README commands start here: they create .venv once (the MindSpore wheel is downloaded once,
+# then reused) and re-install only when pyproject.toml changes.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.msbench-installed
+TARGET ?= model:ascend910b
+MATRIX ?= matrices/nightly.toml
+export OMP_NUM_THREADS ?= 2
+export OPENBLAS_NUM_THREADS ?= 1
+export ONEDNN_MAX_CPU_ISA ?= AVX2
+
+.PHONY: setup bench test clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/msbench run $(MATRIX) --target $(TARGET) --resume --run-id nightly-$(subst :,-,$(TARGET))
+	$(BIN)/msbench report results/runs/nightly-$(subst :,-,$(TARGET)).jsonl --html results/report.html --md results/report.md
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .asv results/runs results/asv results/html .msbench-cache .msbench-data

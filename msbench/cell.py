@@ -1,0 +1,64 @@
+"""A cell of the matrix: (workload, preset, preset overrides, settings, target), with a stable id."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from msbench.settings import Settings, make_settings
+
+
+def canonical_json(obj: Any) -> str:
+    """Key-order-independent JSON: the same value gives the same text on every machine."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """One run to make. Only non-default knobs enter the id, so adding a new knob keeps old ids."""
+
+    workload: str
+    preset: str = "tiny"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
+    target: str = "model:ascend910b"
+    label: str = "base"
+
+    def key(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "preset": self.preset,
+            "overrides": dict(sorted(self.overrides.items())),
+            "settings": self.settings.non_default(),
+            "target": self.target,
+        }
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(canonical_json(self.key()).encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.key(), "label": self.label, "id": self.id}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
+        return cls(
+            workload=data["workload"],
+            preset=data.get("preset", "tiny"),
+            overrides=dict(data.get("overrides", {})),
+            settings=make_settings(data.get("settings", {})),
+            target=data.get("target", "model:ascend910b"),
+            label=data.get("label", "base"),
+        )
+
+    def with_target(self, target: str) -> "Cell":
+        return Cell(workload=self.workload, preset=self.preset, overrides=self.overrides,
+                    settings=self.settings, target=target, label=self.label)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and other.id == self.id

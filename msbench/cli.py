@@ -1,0 +1,162 @@
+"""The `msbench` command. Each verb's handler is imported only when that verb runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from msbench.errors import UserError
+from msbench.targets import import_object
+
+# verb -> "module:function(args) -> exit code"; lazy so `msbench list knobs` never imports MindSpore.
+HANDLERS: dict[str, str] = {
+    "list": "msbench.cli:list_command",
+    "matrix": "msbench.cli:matrix_command",
+    "run": "msbench.runner:run_command",
+    "measure": "hardware.mindspore.cli:measure_command",
+    "predict": "hardware.model.cli:predict_command",
+    "validate": "hardware.model.validate:validate_command",
+    "report": "msbench.report.cli:report_command",
+    "compare": "msbench.compare:compare_command",
+    "nightly": "msbench.nightly:nightly_command",
+}
+
+
+def add_cell_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="workload name (msbench list workloads)")
+    p.add_argument("--preset", default="tiny", help="preset name (default: tiny)")
+    p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE",
+                   help="set a knob (repeatable; msbench list knobs)")
+    p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a preset field, e.g. seq_len=512 (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="msbench", description=__doc__)
+    sub = parser.add_subparsers(dest="verb", required=True)
+
+    p = sub.add_parser("list", help="list workloads, knobs or hardware profiles")
+    p.add_argument("what", choices=["workloads", "knobs", "hardware"])
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("matrix", help="inspect a matrix file")
+    p.add_argument("action", choices=["show"])
+    p.add_argument("file")
+    p.add_argument("--target", help="override the matrix's targets")
+    p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("run", help="run a matrix's cells on a target")
+    p.add_argument("matrix")
+    p.add_argument("--target", help="target (default: the matrix's targets)")
+    p.add_argument("--out", default="results/runs", help="directory of run files (default results/runs)")
+    p.add_argument("--run-id", help="name of the run file (default: <matrix>-<target>-<time>)")
+    p.add_argument("--resume", action="store_true", help="skip cells already recorded in the run")
+    p.add_argument("--jobs", type=int, default=1, help="cells run at once")
+    p.add_argument("--shard", default="1/1", help="run only shard i of N (1-based), e.g. 2/4")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per isolated cell")
+    p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
+    add_cell_options(p)
+    p.add_argument("--device", default="cpu", choices=["cpu", "ascend", "gpu"])
+    p.add_argument("--accuracy", action="store_true", help="also train the tiny preset and evaluate it")
+    p.add_argument("--timeout", type=float, default=1800.0)
+
+    p = sub.add_parser("predict", help="predict one cell on the device model")
+    add_cell_options(p)
+    p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
+
+    p = sub.add_parser("validate", help="compare the device model with real CPU measurements")
+    p.add_argument("--profile", default="cpu")
+    p.add_argument("--out", default="results/validation")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--resume", action="store_true")
+
+    p = sub.add_parser("report", help="tables and plots from records (and asv results)")
+    p.add_argument("inputs", nargs="+", help="run files or directories")
+    p.add_argument("--html", help="write a self-contained HTML report here")
+    p.add_argument("--md", help="write a Markdown report here")
+    p.add_argument("--baseline", action="append", default=[], help="baseline commit or run for the commit diff")
+    p.add_argument("--memory-cap", type=float, help="GiB cap for best settings")
+    p.add_argument("--accuracy-tolerance", type=float, default=1.0, help="pp of accuracy loss tolerated")
+
+    p = sub.add_parser("compare", help="direction-aware comparison of two commits' results")
+    p.add_argument("before")
+    p.add_argument("after")
+    p.add_argument("--results", default="results", help="where to find results (asv or msbench runs)")
+    p.add_argument("--threshold", type=float, default=0.05, help="relative change flagged (default 0.05)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("nightly", help="benchmark every new commit with asv, publish HTML, write the report")
+    p.add_argument("--machine", default="msbench-devmodel")
+    p.add_argument("--since", help="first commit to benchmark (default: after the last one with results)")
+    p.add_argument("--max-commits", type=int, default=0, help="cap on commits (0 = all new)")
+    return parser
+
+
+def list_command(args: argparse.Namespace) -> int:
+    if args.what == "knobs":
+        from msbench.settings import knob_table
+
+        rows = knob_table()
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print_table(["name", "type", "default", "allowed", "help"],
+                        [[r["name"], r["type"], r["default"], r["allowed"], r["help"]] for r in rows])
+        return 0
+    fn = {"workloads": "workloads.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
+    rows = import_object(fn[args.what])()  # type: ignore[operator]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        cols = list(rows[0]) if rows else []
+        print_table(cols, [[r[c] for c in cols] for r in rows])
+    return 0
+
+
+def matrix_command(args: argparse.Namespace) -> int:
+    from msbench.matrix import load_matrix
+    from msbench.settings import parse_assignments
+
+    matrix = load_matrix(args.file, target=args.target, extra=parse_assignments(args.set))
+    expansion = matrix.expand()
+    if args.json:
+        print(json.dumps(expansion.to_json(), indent=2))
+        return 0
+    print_table(["id", "workload", "preset", "target", "label", "status"],
+                [[c.cell.id, c.cell.workload, c.cell.preset, c.cell.target, c.cell.label, c.status_text]
+                 for c in expansion.entries])
+    print(expansion.summary_line())
+    return 0
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    Console().print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = import_object(HANDLERS[args.verb])  # type: ignore[assignment]
+    try:
+        return int(handler(args) or 0)
+    except UserError as err:
+        print(f"msbench {args.verb}: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

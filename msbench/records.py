@@ -1,0 +1,130 @@
+"""Record: the result of one cell run, versioned and self-describing (one JSON line each)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from msbench.cell import Cell
+
+SCHEMA = 1
+STATUSES = ("ok", "oom", "failed", "timeout", "unsupported", "invalid")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepStats:
+    """Statistics of measured step times (seconds); `ci95_rel` is the relative 95% CI of the median."""
+
+    median: float
+    iqr: float
+    cv: float
+    ci95_rel: float
+    samples: list[float]
+
+
+@dataclass(kw_only=True)
+class Metrics:
+    """What a target reports. Every field is optional: a failed cell has none, the model has no samples."""
+
+    step_time_s: float | None = None            # median seconds per optimizer step (all micro-batches)
+    step_time_stats: StepStats | None = None    # measured runs only
+    throughput: float | None = None             # global samples per second (all devices)
+    throughput_per_device: float | None = None
+    peak_memory_bytes: int | None = None        # the headline peak (see peak_memory_source)
+    peak_memory_source: str | None = None       # e.g. "model", "device_max_allocated", "pool+params", "rss"
+    peak_memory_detail: dict[str, int] = field(default_factory=dict)
+    memory_capacity_bytes: int | None = None
+    oom: bool | None = None
+    compile_time_s: float | None = None
+    accuracy: float | None = None               # headline quality metric in [0, 1] of the tiny-preset run
+    accuracy_metric: str | None = None
+    accuracy_delta_pp: float | None = None      # against the matrix baseline cell, percentage points
+    bound: str | None = None                    # compute|memory|host|data|comm
+    mfu: float | None = None
+    breakdown: dict[str, float] = field(default_factory=dict)   # seconds per component
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Record:
+    """One cell run. `status` is one of STATUSES; `reason` says why when it is not ok."""
+
+    cell: Cell
+    status: str
+    reason: str | None = None
+    metrics: Metrics = field(default_factory=Metrics)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    run_id: str = ""
+    profile_hash: str | None = None
+    started_at: float = field(default_factory=time.time)
+    duration_s: float = 0.0
+    schema: int = SCHEMA
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status={self.status!r} is not allowed; allowed: {'|'.join(STATUSES)}")
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.id
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cell"] = self.cell.to_dict()
+        out["cell_id"] = self.cell.id
+        out["metrics"] = asdict(self.metrics)
+        return out
+
+    def to_json_line(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Record":
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema={data.get('schema')!r} is not supported; allowed: {SCHEMA}")
+        metrics = dict(data.get("metrics") or {})
+        stats = metrics.pop("step_time_stats", None)
+        known = {f.name for f in fields(Metrics)}
+        unknown = sorted(set(metrics) - known)
+        if unknown:
+            raise ValueError(f"metrics.{unknown[0]} is not a known metric; allowed: {', '.join(sorted(known))}")
+        cell = Cell.from_dict(data["cell"])
+        if data.get("cell_id", cell.id) != cell.id:
+            raise ValueError(f"cell_id={data['cell_id']!r} does not match its cell (computed {cell.id})")
+        return cls(
+            cell=cell,
+            status=data["status"],
+            reason=data.get("reason"),
+            metrics=Metrics(step_time_stats=StepStats(**stats) if stats else None, **metrics),
+            provenance=dict(data.get("provenance") or {}),
+            run_id=data.get("run_id", ""),
+            profile_hash=data.get("profile_hash"),
+            started_at=data.get("started_at", 0.0),
+            duration_s=data.get("duration_s", 0.0),
+        )
+
+    @classmethod
+    def from_json_line(cls, line: str) -> "Record":
+        return cls.from_dict(json.loads(line))
+
+    def flat(self) -> dict[str, Any]:
+        """One flat row for pandas: cell fields, knobs (all of them), metrics.* and a few provenance keys."""
+        row: dict[str, Any] = {
+            "cell_id": self.cell.id, "workload": self.cell.workload, "preset": self.cell.preset,
+            "target": self.cell.target, "label": self.cell.label, "status": self.status,
+            "reason": self.reason, "run_id": self.run_id, "started_at": self.started_at,
+            "commit": self.provenance.get("commit"), "profile_hash": self.profile_hash,
+        }
+        row.update(self.cell.settings.to_dict())
+        for key, value in asdict(self.metrics).items():
+            if key == "step_time_stats":
+                for stat in ("iqr", "cv", "ci95_rel"):
+                    row[f"step_time_{stat}"] = value[stat] if value else None
+            elif isinstance(value, dict):
+                for sub, subval in value.items():
+                    row[f"{key}.{sub}"] = subval
+            else:
+                row[key] = value
+        return row

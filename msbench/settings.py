@@ -1,0 +1,177 @@
+"""Settings: one typed field per tuning knob, with its MindSpore default, allowed values and meaning.
+
+Validation lives here so that every entry point (matrix files, `--set NAME=VALUE`, asv params)
+refuses the same impossible combinations with the same message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping
+
+from msbench.errors import ConfigError
+
+
+def knob(default: Any, allowed: tuple | range | None, help: str) -> Any:
+    """A dataclass field carrying the knob's allowed values and one-line meaning."""
+    return field(default=default, metadata={"allowed": allowed, "help": help})
+
+
+MAX_INT = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Every knob of a training run. Defaults are MindSpore 2.10's own (or the preset's, for batch size)."""
+
+    mode: str = knob("pynative", ("graph", "pynative"), "execution mode: whole-graph compile or eager (MindSpore's default)")
+    jit_level: str = knob("O0", ("O0", "O1", "O2"), "graph compile level: O0 kernel-by-kernel, O1 +fusion, O2 whole-graph sink (GE)")
+    graph_kernel: bool = knob(False, (False, True), "graph-kernel fusion of elementwise chains (AKG)")
+    amp_level: str = knob("O0", ("O0", "O1", "O2", "O3"), "automatic mixed precision: O0 fp32, O1 allow-list fp16, O2 fp16 but BN/loss, O3 all fp16")
+    loss_scale: str = knob("none", ("none", "static", "dynamic"), "loss scaling for fp16 gradients")
+    keep_batchnorm_fp32: bool = knob(True, (False, True), "keep BatchNorm in fp32 under AMP O2/O3")
+    batch_size: int | None = knob(None, range(1, MAX_INT), "samples per device per step; unset = the preset's")
+    grad_accum: int = knob(1, range(1, 1025), "micro-batches accumulated per optimizer update")
+    recompute: str = knob("none", ("none", "selective", "full"), "recompute activations in backward: none, the blocks the workload marks, every block")
+    workers: int = knob(1, range(1, 129), "data-pipeline parallel workers (GeneratorDataset default 1)")
+    prefetch: int = knob(16, range(0, 1025), "data-pipeline prefetch depth in batches (ds.config default 16); 0 = none")
+    data_format: str = knob("generator", ("generator", "mindrecord"), "dataset source: Python generator or MindRecord files")
+    cache: bool = knob(False, (False, True), "MindSpore dataset cache server in front of the source")
+    sink: bool = knob(False, (False, True), "dataset sink mode: the device pulls batches itself (Ascend/GPU)")
+    sink_size: int = knob(-1, range(-1, MAX_INT), "steps per sink round; -1 = one epoch")
+    devices: int = knob(1, tuple(2**i for i in range(13)), "data-parallel devices (a power of two)")
+    optimizer: str = knob("momentum", ("momentum", "adam", "adamw", "lars", "lamb"), "optimizer")
+    lr_schedule: str = knob("constant", ("constant", "cosine", "step", "poly"), "learning-rate schedule")
+    seed: int = knob(1, range(0, 2**31), "global random seed")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_value(f.name, getattr(self, f.name))
+        for rule in RULES:
+            if rule.violated(self):
+                name = rule.knobs[0]
+                raise ConfigError(name, getattr(self, name), rule.allowed, rule=rule.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def non_default(self) -> dict[str, Any]:
+        """Only the knobs that differ from their defaults: the canonical form used in cell ids."""
+        return {k: v for k, v in self.to_dict().items() if v != DEFAULTS[k]}
+
+    def replace(self, **changes: Any) -> "Settings":
+        return make_settings({**self.to_dict(), **changes})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An impossible combination of knobs. `violated` is true when the settings break it."""
+
+    knobs: tuple[str, ...]
+    text: str
+    allowed: str
+    violated: Callable[[Settings], bool]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(("sink", "mode"), "dataset sink needs mode=graph", "sink=false unless mode=graph",
+         lambda s: s.sink and s.mode != "graph"),
+    Rule(("sink_size", "sink"), "sink_size applies only with sink=true", "sink_size=-1 unless sink=true",
+         lambda s: s.sink_size != -1 and not s.sink),
+    Rule(("sink_size",), "sink_size must be -1 or a positive step count", "-1 or >= 1",
+         lambda s: s.sink_size == 0),
+    Rule(("jit_level", "mode"), "jit_level O1/O2 needs mode=graph", "jit_level=O0 unless mode=graph",
+         lambda s: s.jit_level != "O0" and s.mode != "graph"),
+    Rule(("graph_kernel", "mode"), "graph_kernel fusion needs mode=graph", "graph_kernel=false unless mode=graph",
+         lambda s: s.graph_kernel and s.mode != "graph"),
+    Rule(("graph_kernel", "jit_level"), "graph_kernel works with jit_level O0/O1; O2 hands the whole graph to GE",
+         "graph_kernel=false when jit_level=O2", lambda s: s.graph_kernel and s.jit_level == "O2"),
+    Rule(("loss_scale", "amp_level"), "loss scaling needs fp16 compute (amp_level other than O0)",
+         "loss_scale=none when amp_level=O0", lambda s: s.loss_scale != "none" and s.amp_level == "O0"),
+    Rule(("cache", "data_format"), "the dataset cache needs a mappable source (data_format=mindrecord); "
+         "MindSpore refuses a GeneratorDataset under cache", "cache=false unless data_format=mindrecord",
+         lambda s: s.cache and s.data_format != "mindrecord"),
+)
+
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
+KNOB_TYPES: dict[str, type] = {f.name: (int if f.name == "batch_size" else type(f.default)) for f in fields(Settings)}
+
+
+def describe_allowed(allowed: tuple | range | None) -> str:
+    if isinstance(allowed, range):
+        return f"integer {allowed.start}..{allowed.stop - 1}"
+    return "|".join(str(v).lower() if isinstance(v, bool) else str(v) for v in allowed or ())
+
+
+def check_value(name: str, value: Any, where: str = "") -> None:
+    """Type and range check of one knob value (already parsed)."""
+    meta = next(f for f in fields(Settings) if f.name == name).metadata
+    allowed = meta["allowed"]
+    if name == "batch_size" and value is None:
+        return
+    expected = KNOB_TYPES[name]
+    if type(value) is not expected:
+        raise ConfigError(name, value, f"{expected.__name__}: {describe_allowed(allowed)}", where)
+    if allowed is not None and value not in allowed:
+        raise ConfigError(name, value, describe_allowed(allowed), where)
+
+
+def parse_value(name: str, text: str) -> Any:
+    """Parse a command-line string (`--set NAME=VALUE`) into the knob's type."""
+    if name not in DEFAULTS:
+        raise ConfigError("knob", name, ", ".join(DEFAULTS))
+    kind = KNOB_TYPES[name]
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise ConfigError(name, text, "true|false")
+        return lowered in ("true", "1", "yes", "on")
+    if kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(name, text, describe_allowed(next(f for f in fields(Settings) if f.name == name).metadata["allowed"])) from None
+    return text.strip()
+
+
+def parse_assignments(pairs: list[str] | None) -> dict[str, Any]:
+    """`["amp_level=O2", "batch_size=64"]` -> `{"amp_level": "O2", "batch_size": 64}`."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise ConfigError("--set", pair, "NAME=VALUE")
+        name = name.strip()
+        out[name] = parse_value(name, text)
+    return out
+
+
+def make_settings(values: Mapping[str, Any], where: str = "") -> Settings:
+    """Build Settings from a mapping, naming the unknown knob or bad value (and `where` it came from)."""
+    unknown = sorted(set(values) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError("knob", unknown[0], ", ".join(DEFAULTS), where)
+    for name, value in values.items():
+        check_value(name, value, where)
+    try:
+        return Settings(**values)
+    except ConfigError as err:
+        if where and not err.where:
+            raise ConfigError(err.field, err.value, err.allowed, where, err.rule) from None
+        raise
+
+
+def knob_table() -> list[dict[str, Any]]:
+    """The knob table printed by `msbench list knobs`."""
+    rows = []
+    for f in fields(Settings):
+        allowed = f.metadata["allowed"]
+        rows.append({
+            "name": f.name,
+            "type": KNOB_TYPES[f.name].__name__,
+            "default": f.default,
+            "allowed": (describe_allowed(allowed) if isinstance(allowed, range) else list(allowed)),
+            "help": f.metadata["help"],
+        })
+    return rows

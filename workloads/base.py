@@ -1,0 +1,117 @@
+"""The Workload contract: a real MindSpore network, its presets, data, loss and quality metric.
+
+Framework-free on import: MindSpore is imported inside the methods that build things, so that
+matrix expansion, reports and `msbench list` never pay for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+
+from msbench.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from mindspore import nn
+    from mindspore.dataset import Dataset
+
+    from msbench.settings import Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset:
+    """Fields every preset has; each family subclasses it with its sizes (width, depth, resolution...)."""
+
+    name: str
+    batch_size: int          # per-device batch when the `batch_size` knob is unset
+    train_samples: int       # samples in one epoch of the generated training split
+    eval_samples: int        # samples in the generated evaluation split
+    epochs: int              # epochs of the accuracy run (tiny preset)
+    lr: float                # base learning rate at batch_size
+
+
+def load_presets(path: Path, workload: str, preset_cls: type[Preset]) -> dict[str, Preset]:
+    """Read `[<workload>.<preset>]` tables from a family's presets.toml (presets are data)."""
+    with open(path, "rb") as fh:
+        tables = tomllib.load(fh).get(workload, {})
+    return {name: make_preset(preset_cls, {"name": name, **values}, f"{path.name}:{workload}.{name}")
+            for name, values in tables.items()}
+
+
+def make_preset(preset_cls: type[Preset], values: Mapping[str, Any], where: str) -> Preset:
+    known = typing.get_type_hints(preset_cls)
+    values = dict(values)
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError("preset field", key, ", ".join(k for k in known if k != "name"), where)
+        expected = known[key]
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            values[key] = float(value)
+        elif isinstance(expected, type) and (not isinstance(value, expected) or isinstance(value, bool) != (expected is bool)):
+            raise ConfigError(key, value, expected.__name__, where)
+    missing = sorted(set(known) - set(values))
+    if missing:
+        raise ConfigError("preset field", missing[0], "required", where)
+    return preset_cls(**values)
+
+
+class Workload(ABC):
+    """One network of a family. Subclasses set the class variables and implement the builders."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]                # "resnet" | "yolo" | "transformer"
+    metric_name: ClassVar[str]           # headline key of evaluate(), a number in [0, 1]
+    preset_cls: ClassVar[type[Preset]]
+    presets_file: ClassVar[Path]
+
+    def presets(self) -> dict[str, Preset]:
+        return load_presets(self.presets_file, self.name, self.preset_cls)
+
+    def preset(self, name: str = "tiny", overrides: Mapping[str, Any] | None = None) -> Preset:
+        """The named preset with matrix overrides applied (e.g. `seq_len=512`, `image_size=320`)."""
+        presets = self.presets()
+        if name not in presets:
+            raise ConfigError("preset", name, "|".join(presets), self.name)
+        base = presets[name]
+        if not overrides:
+            return base
+        return make_preset(self.preset_cls, {**dataclasses.asdict(base), **overrides}, f"{self.name}.{name} overrides")
+
+    @abstractmethod
+    def build_network(self, preset: Preset) -> "nn.Cell":
+        """The model; `construct(*inputs)` takes the input columns of a batch."""
+
+    @abstractmethod
+    def build_loss(self, preset: Preset) -> "nn.Cell":
+        """The training loss; `construct(*network_outputs, *label_columns)` returns a scalar."""
+
+    @abstractmethod
+    def columns(self, preset: Preset) -> tuple[list[str], list[str]]:
+        """(input columns, label columns) of a batch, in the order the network and loss take them."""
+
+    @abstractmethod
+    def synthetic_batch(self, preset: Preset, batch_size: int) -> "Sequence[np.ndarray]":
+        """One batch of the right shapes and dtypes (inputs then labels), for compile-only graph extraction."""
+
+    @abstractmethod
+    def make_dataset(self, preset: Preset, split: str, settings: "Settings", batch_size: int,
+                     rank: int = 0, world: int = 1, workdir: Path | None = None) -> "Dataset":
+        """The real mindspore.dataset pipeline (`split` is "train" or "eval"), batched with drop_remainder."""
+
+    @abstractmethod
+    def evaluate(self, network: "nn.Cell", preset: Preset) -> dict[str, float]:
+        """Quality on the eval split; the key `metric_name` holds the headline number in [0, 1]."""
+
+    @abstractmethod
+    def chance(self, preset: Preset) -> float:
+        """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
+
+    @abstractmethod
+    def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
+        """Blocks to recompute: the marked ones (selective) or every block (full)."""
