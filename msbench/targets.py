@@ -39,15 +39,16 @@ def import_object(path: str) -> object:
         raise UserError(f"cannot import {path!r}: {err}") from None
 
 
-def resolve_target(name: str) -> Target:
-    """`mindspore:cpu`, `model:<profile>`, or `package.module:Class[=arg]` for a target defined elsewhere."""
+def resolve_target(name: str, **options: object) -> Target:
+    """`mindspore:cpu`, `model:<profile>`, or `package.module:Class[=arg]`; options go to the constructor
+    (e.g. `accuracy=True`)."""
     kind, sep, arg = name.partition(":")
     if kind in TARGET_KINDS and sep:
         cls = import_object(TARGET_KINDS[kind])
-        return cls(arg)  # type: ignore[operator]
+        return cls(arg, **options)  # type: ignore[operator]
     if "." in kind and sep:
         attr, _, extra = arg.partition("=")
         cls = import_object(f"{kind}:{attr}")
-        return cls(extra) if extra else cls()  # type: ignore[operator]
+        return cls(extra, **options) if extra else cls(**options)  # type: ignore[operator]
     allowed = ", ".join([f"mindspore:{d}" for d in MINDSPORE_DEVICES] + ["model:<profile>", "package.module:Class"])
     raise UserError(f"target={name!r} is not known; allowed: {allowed}")

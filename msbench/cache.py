@@ -1,0 +1,56 @@
+"""On-disk cache for slow deterministic work (graph extraction, accuracy runs, host-cost probes).
+
+Entries are JSON files named by a content key, so a changed input is a new entry, never a stale hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+CACHE_ENV = "MSBENCH_CACHE"
+
+
+def cache_dir(kind: str) -> Path:
+    """`$MSBENCH_CACHE/<kind>` (default `~/.cache/msbench/<kind>`), shared by every checkout and asv env."""
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "msbench")
+    path = root / kind
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def content_key(*parts: Any) -> str:
+    """A short hash of JSON-serialisable parts (key order does not matter)."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def source_hash(paths: Iterable[Path]) -> str:
+    """Hash of source files (e.g. a workload's package), so editing the network invalidates its entries."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for f in files:
+            if f.is_file() and f.suffix in (".py", ".toml"):
+                digest.update(str(f.relative_to(path.parent)).encode())
+                digest.update(f.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def cache_get(kind: str, key: str) -> dict[str, Any] | None:
+    path = cache_dir(kind) / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
+    """Atomic write (temp file + rename), so concurrent writers never leave a half-written entry."""
+    path = cache_dir(kind) / f"{key}.json"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value, sort_keys=True))
+    os.replace(tmp, path)
