@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -46,41 +47,72 @@ class PipelineSpec:
     per_batch: Callable | None = None    # optional per-batch map (e.g. YOLO target padding)
 
 
-def mindrecord_path(spec: PipelineSpec, workdir: Path) -> Path:
-    """Write the source once as MindRecord (keyed by content) and return its path."""
-    from mindspore.mindrecord import FileWriter
+MINDRECORD_TYPES = {np.dtype("int32"): "int32", np.dtype("int64"): "int64",
+                    np.dtype("float32"): "float32", np.dtype("float64"): "float64"}
 
-    key = hashlib.sha256(spec.source_key.encode()).hexdigest()[:16]
-    path = workdir / "mindrecord" / f"{key}.mindrecord"
-    if path.exists() and Path(f"{path}.db").exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    first = spec.source[0]
-    schema = {}
-    for name, value in zip(spec.columns, first):
+
+def mindrecord_schema(columns: Sequence[str], sample: tuple[np.ndarray, ...]) -> dict[str, dict[str, Any]]:
+    """Schema from the first sample: 1-D uint8 columns are encoded files (bytes); scalars stay scalars;
+    arrays keep their inner dimensions and may vary in the first (e.g. a box list)."""
+    schema: dict[str, dict[str, Any]] = {}
+    for name, value in zip(columns, sample):
         value = np.asarray(value)
         if value.dtype == np.uint8 and value.ndim == 1:
             schema[name] = {"type": "bytes"}
+        elif value.dtype not in MINDRECORD_TYPES:
+            raise TypeError(f"column {name!r} has dtype {value.dtype}; MindRecord stores "
+                            f"{', '.join(map(str, MINDRECORD_TYPES))} or 1-D uint8 bytes: convert it in the source")
+        elif value.ndim == 0:
+            schema[name] = {"type": MINDRECORD_TYPES[value.dtype]}
         else:
-            schema[name] = {"type": {np.dtype("float32"): "float32", np.dtype("float64"): "float64",
-                                     np.dtype("int64"): "int64"}.get(value.dtype, "int32"),
-                            "shape": list(value.shape) if value.ndim else [-1]}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    writer = FileWriter(str(tmp), shard_num=1, overwrite=True)
+            schema[name] = {"type": MINDRECORD_TYPES[value.dtype], "shape": [-1, *value.shape[1:]]}
+    return schema
+
+
+def mindrecord_row(schema: dict[str, dict[str, Any]], columns: Sequence[str], sample: tuple[np.ndarray, ...]) -> dict[str, Any]:
+    row = {}
+    for name, value in zip(columns, sample):
+        value = np.asarray(value)
+        if schema[name]["type"] == "bytes":
+            row[name] = value.tobytes()
+        else:  # the writer takes scalars as Python numbers, arrays as arrays
+            row[name] = value.item() if "shape" not in schema[name] else value
+    return row
+
+
+def mindrecord_path(spec: PipelineSpec, workdir: Path) -> Path:
+    """Write the source once as MindRecord (keyed by content) and return its path.
+
+    MindRecord refuses renamed files (its index names the file), so the file is written under its final
+    name inside a private temporary directory, which is then renamed into place: concurrent writers
+    never see a half-written file, and the loser of a race drops its copy.
+    """
+    from mindspore.mindrecord import FileWriter
+
+    key = hashlib.sha256(spec.source_key.encode()).hexdigest()[:16]
+    final_dir = workdir / "mindrecord" / key
+    path = final_dir / "data.mindrecord"
+    if path.exists() and Path(f"{path}.db").exists():
+        return path
+    tmp_dir = workdir / "mindrecord" / f".{key}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    tmp_dir.mkdir(parents=True)
+    schema = mindrecord_schema(spec.columns, spec.source[0])
+    writer = FileWriter(str(tmp_dir / path.name), shard_num=1, overwrite=True)
     writer.add_schema(schema, "msbench")
     rows = []
     for i in range(len(spec.source)):
-        sample = spec.source[i]
-        rows.append({name: (np.asarray(v).tobytes() if schema[name]["type"] == "bytes" else np.asarray(v).reshape(-1) if np.asarray(v).ndim == 0 else np.asarray(v))
-                     for name, v in zip(spec.columns, sample)})
+        rows.append(mindrecord_row(schema, spec.columns, spec.source[i]))
         if len(rows) == 256:
             writer.write_raw_data(rows)
             rows = []
     if rows:
         writer.write_raw_data(rows)
     writer.commit()
-    os.replace(f"{tmp}.db", f"{path}.db")
-    os.replace(tmp, path)
+    try:
+        os.rename(tmp_dir, final_dir)
+    except OSError:                      # another process finished first: use its file
+        shutil.rmtree(tmp_dir, ignore_errors=True)
     return path
 
 
