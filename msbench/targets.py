@@ -46,7 +46,7 @@ def resolve_target(name: str, **options: object) -> Target:
     if kind in TARGET_KINDS and sep:
         cls = import_object(TARGET_KINDS[kind])
         return cls(arg, **options)  # type: ignore[operator]
-    if "." in kind and sep:
+    if sep and kind.replace(".", "").replace("_", "").isalnum():
         attr, _, extra = arg.partition("=")
         cls = import_object(f"{kind}:{attr}")
         return cls(extra, **options) if extra else cls(**options)  # type: ignore[operator]

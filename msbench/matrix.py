@@ -1,0 +1,297 @@
+"""Declarative experiment matrices: TOML in, validated cells with stable ids out.
+
+A matrix names workloads (with presets), `base` settings, `axes` (knob -> values), an expansion
+`strategy` (grid | ofat | pairwise), `exclude`/`include` rules and a `baseline`. Invalid cells are
+kept and listed with the rule they break; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from msbench.cell import Cell
+from msbench.errors import ConfigError, UserError
+from msbench.settings import DEFAULTS, check_value, make_settings
+from msbench.targets import TARGET_KINDS
+
+STRATEGIES = ("grid", "ofat", "pairwise")
+TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "workloads", "base", "axes",
+            "exclude", "include", "baseline"}
+WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
+CELL_KEYS = {"workload", "preset", "target"}
+WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware" / "profiles"
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    name: str
+    preset: str
+    overrides: Mapping[str, Any]
+    base: Mapping[str, Any]          # per-workload settings over the matrix base (e.g. its batch size)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cell with its expansion status: ok, invalid (breaks a rule) or excluded (by an exclude rule)."""
+
+    cell: Cell
+    status: str
+    reason: str = ""
+    baseline: bool = False
+
+    @property
+    def status_text(self) -> str:
+        text = self.status + (" (baseline)" if self.baseline else "")
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+@dataclass
+class Expansion:
+    matrix: "Matrix"
+    entries: list[Entry]
+
+    def cells(self) -> list[Cell]:
+        return [e.cell for e in self.entries if e.status == "ok"]
+
+    def baseline_of(self, cell: Cell) -> Cell | None:
+        for e in self.entries:
+            if e.baseline and e.cell.workload == cell.workload and e.cell.preset == cell.preset \
+                    and e.cell.target == cell.target and dict(e.cell.overrides) == dict(cell.overrides):
+                return e.cell
+        return None
+
+    def counts(self) -> dict[str, int]:
+        out = {"total": len(self.entries)}
+        for e in self.entries:
+            out[e.status] = out.get(e.status, 0) + 1
+        return out
+
+    def summary_line(self) -> str:
+        c = self.counts()
+        return (f"{self.matrix.name}: {c['total']} cells, {c.get('ok', 0)} ok, {c.get('invalid', 0)} invalid, "
+                f"{c.get('excluded', 0)} excluded ({self.matrix.strategy})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "matrix": self.matrix.name,
+            "strategy": self.matrix.strategy,
+            "counts": self.counts(),
+            "cells": [{**e.cell.to_dict(), "status": e.status, "reason": e.reason, "baseline": e.baseline}
+                      for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class Matrix:
+    name: str
+    description: str
+    targets: tuple[str, ...]
+    strategy: str
+    accuracy: bool
+    workloads: tuple[WorkloadEntry, ...]
+    base: Mapping[str, Any]
+    axes: Mapping[str, list[Any]]
+    exclude: tuple[Mapping[str, Any], ...] = ()
+    include: tuple[Mapping[str, Any], ...] = ()
+    baseline: Mapping[str, Any] = field(default_factory=dict)
+
+    def expand(self) -> Expansion:
+        entries: dict[str, Entry] = {}
+        for wl in self.workloads:
+            base = {**self.base, **wl.base}
+            baseline_values = {**base, **self.baseline}
+            candidates = [{**base, **point} for point in self._points(base)]
+            candidates += [{**base, **_knobs_of(inc)} for inc in self.include
+                           if inc.get("workload", wl.name) == wl.name]
+            for target in self.targets:
+                baseline_entry = self._entry(wl, target, baseline_values, baseline_values, baseline=True)
+                entries.setdefault(baseline_entry.cell.id, baseline_entry)
+                for values in candidates:
+                    entry = self._entry(wl, target, values, baseline_values)
+                    entries.setdefault(entry.cell.id, entry)
+        if not entries:
+            raise ConfigError("workloads", [], "at least one workload and one target", self.name)
+        return Expansion(self, list(entries.values()))
+
+    def _points(self, base: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        names = list(self.axes)
+        if not names:
+            return iter([{}])
+        if self.strategy == "grid":
+            return (dict(zip(names, combo)) for combo in itertools.product(*self.axes.values()))
+        if self.strategy == "ofat":
+            ofat = [{name: v} for name in names for v in self.axes[name] if v != base.get(name, DEFAULTS[name])]
+            return iter([{}] + ofat)
+        return iter(pairwise_points(self.axes))
+
+    def _entry(self, wl: WorkloadEntry, target: str, values: Mapping[str, Any],
+               baseline_values: Mapping[str, Any], baseline: bool = False) -> Entry:
+        diff = {k: v for k, v in sorted(values.items()) if baseline_values.get(k, DEFAULTS[k]) != v}
+        diff.update({k: DEFAULTS[k] for k in baseline_values if k not in values and baseline_values[k] != DEFAULTS[k]})
+        label = ",".join(f"{k}={_text(v)}" for k, v in sorted(diff.items())) or "base"
+        common = dict(workload=wl.name, preset=wl.preset, overrides=dict(wl.overrides), target=target, label=label)
+        try:
+            cell = Cell(settings=make_settings(values), **common)
+        except ConfigError as err:
+            # Keep the invalid cell visible, identified by its raw values.
+            cell = _invalid_cell(values, common)
+            return Entry(cell, "invalid", str(err), baseline)
+        for i, rule in enumerate(self.exclude):
+            if _matches(rule, cell):
+                return Entry(cell, "excluded", f"exclude rule #{i + 1} {dict(rule)}", baseline)
+        return Entry(cell, "ok", "", baseline)
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _invalid_cell(values: Mapping[str, Any], common: dict[str, Any]) -> Cell:
+    """A Cell that bypasses the combination rules, so an invalid cell still has a stable id."""
+    from msbench.settings import Settings
+
+    settings = object.__new__(Settings)
+    for name, default in DEFAULTS.items():
+        object.__setattr__(settings, name, values.get(name, default))
+    return Cell(settings=settings, **common)
+
+
+def _knobs_of(table: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k not in CELL_KEYS}
+
+
+def _matches(rule: Mapping[str, Any], cell: Cell) -> bool:
+    fields = {"workload": cell.workload, "preset": cell.preset, "target": cell.target, **cell.settings.to_dict()}
+    return all(fields.get(k) == v for k, v in rule.items())
+
+
+def pairwise_points(axes: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    """A covering array of strength 2: every pair of values of any two knobs appears in some point."""
+    names = list(axes)
+    if len(names) < 2:
+        return [{names[0]: v} for v in axes[names[0]]] if names else [{}]
+    from allpairspy import AllPairs
+
+    return [dict(zip(names, row)) for row in AllPairs([list(axes[n]) for n in names])]
+
+
+def load_matrix(path: str | Path, target: str | None = None, extra: Mapping[str, Any] | None = None) -> Matrix:
+    """Parse and check a matrix file; `target` replaces its targets, `extra` knobs go over its base."""
+    path = Path(path)
+    where = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such matrix file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: malformed TOML: {err}") from None
+    return parse_matrix(data, where, path.stem, target, extra)
+
+
+def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target: str | None = None,
+                 extra: Mapping[str, Any] | None = None) -> Matrix:
+    _check_keys(data, TOP_KEYS, where, "matrix key")
+    strategy = data.get("strategy", "grid")
+    if strategy not in STRATEGIES:
+        raise ConfigError("strategy", strategy, "|".join(STRATEGIES), where)
+    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]") for i, w in enumerate(_list(data, "workloads", where)))
+    if not workloads:
+        raise ConfigError("workloads", [], "at least one [[workloads]] entry", where)
+    base = _knob_table(data.get("base", {}), f"{where}: [base]")
+    base.update(extra or {})
+    axes = {}
+    for name, values in dict(data.get("axes", {})).items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"axes.{name}", values, "a non-empty list of values", where)
+        _knob_table({name: values[0]}, f"{where}: [axes]")
+        for v in values:
+            check_value(name, v, f"{where}: [axes]")
+        axes[name] = values
+    targets = (target,) if target else tuple(data.get("targets", ["model:ascend910b"]))
+    for t in targets:
+        check_target_name(t, where)
+    return Matrix(
+        name=str(data.get("name", default_name)),
+        description=str(data.get("description", "")),
+        targets=targets,
+        strategy=strategy,
+        accuracy=bool(data.get("accuracy", False)),
+        workloads=workloads,
+        base=base,
+        axes=axes,
+        exclude=tuple(_rule(r, f"{where}: exclude[{i}]") for i, r in enumerate(_list(data, "exclude", where))),
+        include=tuple(_rule(r, f"{where}: include[{i}]") for i, r in enumerate(_list(data, "include", where))),
+        baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]"),
+    )
+
+
+def check_target_name(name: str, where: str = "") -> None:
+    kind, sep, arg = name.partition(":")
+    if kind == "model" and sep and not (PROFILES_DIR / f"{arg}.toml").exists():
+        profiles = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+        raise ConfigError("target", name, ", ".join(f"model:{p}" for p in profiles) or "model:<profile>", where)
+    if kind == "mindspore" and arg not in ("cpu", "ascend", "gpu"):
+        raise ConfigError("target", name, "mindspore:cpu|mindspore:ascend|mindspore:gpu", where)
+    if not sep or (kind not in TARGET_KINDS and not kind.replace(".", "").replace("_", "").isalnum()):
+        raise ConfigError("target", name, "mindspore:<device>, model:<profile> or module:Class", where)
+
+
+def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(key, value, f"a list of tables ([[{key}]])", where)
+    return value
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str, what: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(what, unknown[0], ", ".join(sorted(allowed)), where)
+
+
+def _knob_table(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    _check_keys(table, set(DEFAULTS), where, "knob")
+    for name, value in table.items():
+        check_value(name, value, where)
+    return dict(table)
+
+
+def _workload_entry(table: Mapping[str, Any], where: str) -> WorkloadEntry:
+    from workloads.registry import WORKLOADS
+
+    _check_keys(table, WORKLOAD_KEYS, where, "workload key")
+    name = table.get("name")
+    if name not in WORKLOADS:
+        raise ConfigError("workload", name, ", ".join(WORKLOADS), where)
+    preset = table.get("preset", "tiny")
+    presets = _preset_names(name)
+    if presets and preset not in presets:
+        raise ConfigError("preset", preset, "|".join(presets), f"{where} ({name})")
+    return WorkloadEntry(name, preset, dict(table.get("overrides", {})),
+                         _knob_table(table.get("set", {}), f"{where}.set"))
+
+
+def _preset_names(workload: str) -> list[str]:
+    """Preset names from the family's presets.toml, read as data (no import of the workload module)."""
+    from workloads.registry import WORKLOADS
+
+    package = WORKLOADS[workload].split(":")[0].split(".")[1]
+    path = WORKLOADS_DIR / package / "presets.toml"
+    if not path.exists():
+        return []
+    with open(path, "rb") as fh:
+        return list(tomllib.load(fh).get(workload, {}))
+
+
+def _rule(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    _check_keys(table, set(DEFAULTS) | CELL_KEYS, where, "rule key")
+    for name, value in table.items():
+        if name in DEFAULTS:
+            check_value(name, value, where)
+    return dict(table)

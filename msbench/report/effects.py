@@ -1,0 +1,65 @@
+"""Knob effects: every cell against its context's baseline cell, with the component that moved.
+
+speed-up = throughput / baseline throughput; memory change = peak / baseline peak - 1 (%);
+accuracy delta in pp; the component that moved is the breakdown entry (compute, memory, host,
+data, comm...) whose seconds per step changed most, with that change in ms.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, breakdown_columns, contexts,
+                                  metric, ratio)
+
+EFFECT_COLUMNS = ["workload", "preset", "target", "label", "status", "speedup", "memory_change_pct",
+                  "accuracy_delta_pp", "moved", "moved_ms", "bound", "cell_id"]
+
+
+def moved_component(row: pd.Series, base: pd.Series, columns: list[str]) -> tuple[str | None, float | None]:
+    """The breakdown component with the largest absolute change, and its change in ms."""
+    best: tuple[str | None, float | None] = (None, None)
+    for col in columns:
+        new, old = metric(row, col), metric(base, col)
+        if new is None and old is None:
+            continue
+        change = (new or 0.0) - (old or 0.0)
+        if best[1] is None or abs(change) > abs(best[1]):
+            best = (col.removeprefix("breakdown."), change)
+    if best[1] is None:
+        return None, None
+    return best[0], best[1] * 1000.0
+
+
+def knob_effects(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One row per non-baseline cell; notes name the contexts without an ok baseline."""
+    rows, notes = [], []
+    parts = breakdown_columns(frame)
+    for name, cells in contexts(frame):
+        base = base_of(cells)
+        others = cells[cells["label"] != BASE_LABEL]
+        if base is None:
+            status = cells.loc[cells["label"] == BASE_LABEL, "status"]
+            why = f"its baseline cell is {status.iloc[0]}" if len(status) else "it has no baseline cell (label 'base')"
+            notes.append(f"{name}: no knob effects, {why}.")
+            continue
+        if others.empty:
+            notes.append(f"{name}: only the baseline cell, nothing to compare.")
+        for _, row in others.iterrows():
+            ok = row["status"] == "ok"
+            speed = ratio(metric(row, "throughput"), metric(base, "throughput")) if ok else None
+            mem = ratio(metric(row, "peak_memory_bytes"), metric(base, "peak_memory_bytes")) if ok else None
+            moved, moved_ms = moved_component(row, base, parts) if ok else (None, None)
+            rows.append({
+                "workload": row["workload"], "preset": row["preset"], "target": row["target"],
+                "label": row["label"], "status": row["status"] if ok else f"{row['status']}: {row.get('reason') or ''}".rstrip(": "),
+                "speedup": speed, "memory_change_pct": None if mem is None else (mem - 1.0) * 100.0,
+                "accuracy_delta_pp": accuracy_delta(row, base) if ok else None,
+                "moved": moved, "moved_ms": moved_ms, "bound": row.get("bound") if ok else None,
+                "cell_id": row["cell_id"],
+            })
+    table = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+    if not table.empty:
+        table = table.sort_values(["workload", "preset", "target", "speedup"],
+                                  ascending=[True, True, True, False], na_position="last", kind="stable")
+    return table.reset_index(drop=True), notes

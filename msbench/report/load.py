@@ -1,0 +1,97 @@
+"""Load what a report reads: msbench run files (via msbench.store) and asv results files.
+
+Inputs are files or directories; a directory is searched for `*.jsonl` runs and asv results.
+Records of one cell re-run in the same commit (a resumed or repeated run) count once: the latest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from msbench.cell import canonical_json
+from msbench.errors import UserError
+from msbench.records import Record
+from msbench.report.asv import ASV_COLUMNS, is_asv_results, read_asv
+from msbench.store import load_records, records_frame
+
+UNKNOWN_COMMIT = "unknown"
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """Records and their pandas frame, row i of the frame being record i."""
+
+    records: tuple[Record, ...]
+    frame: pd.DataFrame
+
+    @classmethod
+    def of(cls, records: Iterable[Record]) -> "RecordSet":
+        kept = latest_per_cell(records)
+        frame = records_frame(kept) if kept else pd.DataFrame()
+        if kept:
+            frame = frame.reset_index(drop=True)
+            frame["overrides"] = [canonical_json(dict(r.cell.overrides)) for r in kept]
+            frame["commit"] = [commit_of(r) for r in kept]
+        return cls(tuple(kept), frame)
+
+    def commits(self) -> list[str]:
+        """Commits present, oldest first (by the earliest record of each)."""
+        first: dict[str, float] = {}
+        for rec in self.records:
+            c = commit_of(rec)
+            first[c] = min(first.get(c, rec.started_at), rec.started_at)
+        return sorted(first, key=lambda c: first[c])
+
+    def of_commit(self, prefix: str) -> "RecordSet":
+        return RecordSet.of(r for r in self.records if commit_of(r).startswith(prefix))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    runs: RecordSet
+    asv: pd.DataFrame
+    sources: tuple[str, ...]
+
+
+def commit_of(record: Record) -> str:
+    return str(record.provenance.get("commit") or UNKNOWN_COMMIT)
+
+
+def latest_per_cell(records: Iterable[Record]) -> list[Record]:
+    latest: dict[tuple[str, str], Record] = {}
+    for rec in records:
+        key = (rec.cell_id, commit_of(rec))
+        if key not in latest or rec.started_at >= latest[key].started_at:
+            latest[key] = rec
+    return sorted(latest.values(), key=lambda r: (r.cell.workload, r.cell.target, r.cell.label, r.cell_id))
+
+
+def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
+    """(run files, asv results files) under the given files and directories."""
+    runs: list[Path] = []
+    asv: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            runs.extend(sorted(path.rglob("*.jsonl")))
+            asv.extend(p for p in sorted(path.rglob("*.json")) if is_asv_results(p))
+        elif path.is_file() and path.suffix == ".jsonl":
+            runs.append(path)
+        elif path.is_file() and is_asv_results(path):
+            asv.append(path)
+        elif path.exists():
+            raise UserError(f"input={str(path)!r} is neither a run file (*.jsonl) nor an asv results file")
+        else:
+            raise UserError(f"input={str(path)!r} does not exist; allowed: run files, directories, asv results")
+    return runs, asv
+
+
+def load_inputs(paths: Sequence[str | Path]) -> Inputs:
+    runs, asv = find_files(paths)
+    records = load_records(runs) if runs else []
+    return Inputs(RecordSet.of(records), read_asv(asv) if asv else pd.DataFrame(columns=ASV_COLUMNS),
+                  tuple(str(p) for p in [*runs, *asv]))

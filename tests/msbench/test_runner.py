@@ -1,0 +1,102 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from msbench.runner import in_shard, run_matrix
+from msbench.store import RunStore
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+
+
+@pytest.fixture
+def support_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]))
+
+
+def matrix(tmp_path, target, seeds, accuracy=False):
+    path = tmp_path / "faults.toml"
+    path.write_text(textwrap.dedent(f"""
+        name = "faults"
+        targets = ["{target}"]
+        accuracy = {str(accuracy).lower()}
+        [[workloads]]
+        name = "resnet50"
+        preset = "tiny"
+        [axes]
+        seed = {json.dumps(seeds)}
+    """))
+    return path
+
+
+def test_every_failure_becomes_a_record_and_the_run_goes_on(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:ScriptedTarget", [1, 2, 3, 4, 5, 6], accuracy=True)
+    result = run_matrix(path, out=tmp_path / "runs", timeout=8, progress=False)
+    status = {r.cell.settings.seed: (r.status, r.reason or "") for r in RunStore(result.path).load()}
+    assert status[1][0] == "ok"
+    assert status[2][0] == "failed" and "exit code 3" in status[2][1]
+    assert status[3][0] == "timeout" and "8 s" in status[3][1]
+    assert status[4][0] == "failed" and "scripted failure" in status[4][1]
+    assert status[5][0] == "oom"
+    assert status[6] == ("unsupported", "seed 6 asks for a knob this target cannot honour")
+    records = RunStore(result.path).load()
+    assert all(r.provenance.get("python") and r.run_id == result.path.stem for r in records)
+
+
+def test_accuracy_delta_is_against_the_baseline_cell(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:InlineTarget", [1, 7, 9], accuracy=True)
+    records = {r.cell.settings.seed: r for r in run_matrix(path, out=tmp_path / "runs", progress=False).records}
+    assert records[1].metrics.accuracy_delta_pp == 0.0
+    assert records[7].metrics.accuracy_delta_pp == pytest.approx(0.6)
+    assert records[9].metrics.accuracy_delta_pp == pytest.approx(0.8)
+
+
+def test_shards_partition_the_cells(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:InlineTarget", list(range(7, 20)))
+    ids = [{r.cell_id for r in run_matrix(path, out=tmp_path / "runs", shard=f"{i}/3", progress=False).records}
+           for i in (1, 2, 3)]
+    assert sum(map(len, ids)) == 14 and not (ids[0] & ids[1] or ids[1] & ids[2] or ids[0] & ids[2])
+    assert in_shard("00000000000f", (1, 3)) and not in_shard("00000000000f", (2, 3))
+
+
+def test_jobs_run_cells_concurrently_and_record_each_once(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:InlineTarget", list(range(7, 15)))
+    result = run_matrix(path, out=tmp_path / "runs", jobs=3, progress=False)
+    ids = [r.cell_id for r in RunStore(result.path).load()]
+    assert len(ids) == len(set(ids)) == 9
+
+
+def test_sigkill_midway_then_resume_records_every_cell_once(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:InlineTarget=0.4", list(range(7, 17)))
+    cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"),
+           "--run-id", "killed", "--quiet"]
+    run_file = tmp_path / "runs" / "killed.jsonl"
+    proc = subprocess.Popen(cmd, env=os.environ.copy())
+    deadline = time.time() + 60
+    while time.time() < deadline and (not run_file.exists() or len(run_file.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = len(RunStore(run_file).load(repair=True))
+    assert 3 <= partial < 11
+    done = subprocess.run(cmd + ["--resume"], env=os.environ.copy(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ids = [r.cell_id for r in RunStore(run_file).load()]
+    assert len(ids) == len(set(ids)) == 11
+
+
+def test_existing_run_needs_resume(tmp_path, support_path):
+    path = matrix(tmp_path, "support_targets:InlineTarget", [1])
+    run_matrix(path, out=tmp_path / "runs", run_id="once", progress=False)
+    from msbench.errors import UserError
+
+    with pytest.raises(UserError, match="--resume"):
+        run_matrix(path, out=tmp_path / "runs", run_id="once", progress=False)
+    assert run_matrix(path, out=tmp_path / "runs", run_id="once", resume=True, progress=False).records == []

@@ -1,0 +1,61 @@
+import pytest
+
+from msbench.errors import ConfigError
+from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_settings, parse_assignments
+
+DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
+                "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
+                "devices", "optimizer", "lr_schedule", "seed"]
+
+
+def test_every_design_knob_is_listed_with_its_fields():
+    rows = knob_table()
+    assert [r["name"] for r in rows] == DESIGN_KNOBS
+    for row in rows:
+        assert set(row) >= {"name", "type", "default", "allowed", "help"} and row["help"]
+
+
+def test_defaults_are_mindspore_defaults():
+    s = Settings()
+    assert (s.mode, s.jit_level, s.amp_level, s.prefetch, s.workers, s.sink_size) == ("pynative", "O0", "O0", 16, 1, -1)
+
+
+@pytest.mark.parametrize("values, field, fragment", [
+    ({"colour": "red"}, "knob", "allowed: mode, jit_level"),
+    ({"amp_level": "O5"}, "amp_level", "O0|O1|O2|O3"),
+    ({"batch_size": "64"}, "batch_size", "int"),
+    ({"graph_kernel": 1}, "graph_kernel", "bool"),
+    ({"grad_accum": 0}, "grad_accum", "1..1024"),
+    ({"devices": 3}, "devices", "1|2|4|8"),
+    ({"sink": True}, "sink", "dataset sink needs mode=graph"),
+    ({"mode": "graph", "sink_size": 4}, "sink_size", "only with sink=true"),
+    ({"jit_level": "O2"}, "jit_level", "needs mode=graph"),
+    ({"graph_kernel": True}, "graph_kernel", "needs mode=graph"),
+    ({"loss_scale": "dynamic"}, "loss_scale", "amp_level other than O0"),
+    ({"cache": True}, "cache", "mappable source"),
+])
+def test_bad_values_and_combinations_name_the_field_value_and_rule(values, field, fragment):
+    with pytest.raises(ConfigError) as err:
+        make_settings(values, where="m.toml")
+    assert err.value.field == field
+    assert fragment in str(err.value) and "m.toml" in str(err.value)
+
+
+def test_every_rule_can_fire_and_defaults_break_none():
+    assert not any(rule.violated(Settings()) for rule in RULES)
+    assert len({r.text for r in RULES}) == len(RULES)
+
+
+def test_cli_assignments_are_typed():
+    assert parse_assignments(["amp_level=O2", "batch_size=64", "graph_kernel=true"]) == \
+        {"amp_level": "O2", "batch_size": 64, "graph_kernel": True}
+    with pytest.raises(ConfigError, match="NAME=VALUE"):
+        parse_assignments(["amp_level"])
+    with pytest.raises(ConfigError, match="true\\|false"):
+        parse_assignments(["sink=maybe"])
+
+
+def test_non_default_is_the_canonical_form():
+    s = make_settings({"mode": "graph", "amp_level": "O0"})
+    assert s.non_default() == {"mode": "graph"}
+    assert set(DEFAULTS) == set(s.to_dict())
