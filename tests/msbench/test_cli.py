@@ -1,0 +1,41 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from msbench.cli import main
+
+
+def msbench(*args):
+    return subprocess.run([sys.executable, "-m", "msbench.cli", *args], capture_output=True, text=True)
+
+
+def test_list_knobs_json(capsys):
+    assert main(["list", "knobs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} >= {"mode", "amp_level", "sink", "devices", "seed"}
+
+
+def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[[workloads]]\nname = "resnet50"\n[base]\namp_level = "O9"\n')
+    for args in (["matrix", "show", str(bad)], ["matrix", "show", str(tmp_path / "none.toml")],
+                 ["run", str(bad), "--shard", "5/2"], ["matrix", "show", str(bad), "--set", "sink=maybe"]):
+        proc = msbench(*args)
+        assert proc.returncode == 2, args
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("msbench ")
+
+
+def test_matrix_show_prints_cells_and_counts(capsys):
+    assert main(["matrix", "show", "matrices/smoke.toml", "--target", "support_targets:InlineTarget"]) == 0
+    out = capsys.readouterr().out
+    assert "smoke:" in out and "base" in out
+
+
+@pytest.mark.parametrize("verb", ["list", "matrix", "run", "measure", "predict", "validate", "report", "compare",
+                                  "nightly"])
+def test_every_verb_has_help(verb):
+    proc = msbench(verb, "--help")
+    assert proc.returncode == 0 and "usage" in proc.stdout
