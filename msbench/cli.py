@@ -34,6 +34,39 @@ def add_cell_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
+    """`--override seq_len=512` -> {"seq_len": 512}: values are TOML literals, bare words are strings."""
+    import tomllib
+
+    out: dict[str, object] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--override={pair!r} is not allowed; allowed: FIELD=VALUE")
+        try:
+            out[name.strip()] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[name.strip()] = text
+    return out
+
+
+def cell_from_args(args: argparse.Namespace, target: str):
+    """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
+    from msbench.cell import Cell
+    from msbench.settings import make_settings, parse_assignments
+    from workloads.registry import WORKLOADS
+
+    if args.workload not in WORKLOADS:
+        raise UserError(f"workload={args.workload!r} is not known; allowed: {', '.join(WORKLOADS)}")
+    settings = make_settings(parse_assignments(args.set), where="--set")
+    cell = Cell(workload=args.workload, preset=args.preset, overrides=parse_overrides(args.override),
+                settings=settings, target=target)
+    from workloads.registry import get_workload
+
+    get_workload(cell.workload).preset(cell.preset, cell.overrides)   # refuse a bad preset or field now
+    return cell
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msbench", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True)

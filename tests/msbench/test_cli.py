@@ -39,3 +39,15 @@ def test_matrix_show_prints_cells_and_counts(capsys):
 def test_every_verb_has_help(verb):
     proc = msbench(verb, "--help")
     assert proc.returncode == 0 and "usage" in proc.stdout
+
+
+def test_cell_from_args_types_overrides_and_refuses_bad_fields():
+    from msbench.cli import build_parser, cell_from_args
+    from msbench.errors import ConfigError
+
+    args = build_parser().parse_args(["predict", "resnet50", "--set", "amp_level=O2", "--override", "batch_size=4"])
+    cell = cell_from_args(args, "model:ascend910b")
+    assert cell.settings.amp_level == "O2" and cell.overrides == {"batch_size": 4}
+    args = build_parser().parse_args(["predict", "resnet50", "--override", "colour=red"])
+    with pytest.raises(ConfigError, match="colour"):
+        cell_from_args(args, "model:ascend910b")
