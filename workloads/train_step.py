@@ -1,0 +1,282 @@
+"""The one training step every target runs: network + loss + optimizer + AMP + loss scaling +
+recompute + gradient accumulation, built from a workload, a preset and the cell's Settings.
+
+One call of `TrainStep.cell` is ONE optimizer update: it takes `grad_accum` micro-batches stacked
+along axis 0 (`grad_accum * micro_batch` samples per device) and splits them inside `construct`,
+so "a step" means the same thing to the real target, the device model and the accuracy runs.
+
+The global MindSpore context (mode, device, jit level) is the caller's business: the real target
+sets it in its isolated child process before building; this module only seeds the initialiser.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from msbench.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mindspore import nn
+
+    from workloads.base import Preset, Workload
+
+# Loss-scaling constants: MindSpore's DynamicLossScaleManager default window is 2000 steps, far
+# longer than a tiny accuracy run; 2**16 with a 50-step window lets the scale both fall and grow.
+STATIC_LOSS_SCALE = 1024.0
+DYNAMIC_LOSS_SCALE = 2.0**16
+DYNAMIC_SCALE_FACTOR = 2
+DYNAMIC_SCALE_WINDOW = 50
+# Step schedule: divide the rate by 10 at every third of the run (the classic ImageNet shape).
+STEP_DECAY_RATE = 0.1
+STEP_DECAY_PARTS = 3
+WEIGHT_DECAY = 1e-4
+
+
+def micro_batch_size(preset: "Preset", settings: Settings) -> int:
+    """Samples per device per micro-batch: the `batch_size` knob, else the preset's."""
+    return settings.batch_size or preset.batch_size
+
+
+def global_samples_per_step(preset: "Preset", settings: Settings) -> int:
+    """Samples consumed by one optimizer update over all devices and micro-batches."""
+    return micro_batch_size(preset, settings) * settings.grad_accum * settings.devices
+
+
+def scaled_lr(preset: "Preset", settings: Settings) -> float:
+    """The preset's rate is for its own batch; scale linearly with the global batch (Goyal et al. 2017)."""
+    return preset.lr * global_samples_per_step(preset, settings) / preset.batch_size
+
+
+def steps_per_epoch(preset: "Preset", settings: Settings) -> int:
+    """Optimizer updates in one epoch of the training split (batches are dropped, never padded)."""
+    return max(1, preset.train_samples // global_samples_per_step(preset, settings))
+
+
+def learning_rate(preset: "Preset", settings: Settings, total_steps: int) -> Any:
+    """A float (constant) or a MindSpore LearningRateSchedule spanning `total_steps` updates."""
+    from mindspore import nn
+
+    lr = scaled_lr(preset, settings)
+    total_steps = max(1, total_steps)
+    if settings.lr_schedule == "constant":
+        return lr
+    if settings.lr_schedule == "cosine":
+        return nn.CosineDecayLR(min_lr=0.0, max_lr=lr, decay_steps=total_steps)
+    if settings.lr_schedule == "poly":
+        return nn.PolynomialDecayLR(learning_rate=lr, end_learning_rate=lr * 1e-3, decay_steps=total_steps, power=2.0)
+    if settings.lr_schedule == "step":
+        return nn.ExponentialDecayLR(learning_rate=lr, decay_rate=STEP_DECAY_RATE,
+                                     decay_steps=max(1, math.ceil(total_steps / STEP_DECAY_PARTS)), is_stair=True)
+    raise ValueError(f"lr_schedule={settings.lr_schedule!r} has no builder")
+
+
+def make_optimizer(params: list, settings: Settings, lr: Any) -> "nn.Optimizer":
+    """The `optimizer` knob as MindSpore's own optimizer cells (LARS wraps Momentum, as in MindSpore)."""
+    from mindspore import nn
+
+    name = settings.optimizer
+    if name == "momentum":
+        return nn.Momentum(params, lr, momentum=0.9)
+    if name == "adam":
+        return nn.Adam(params, lr)
+    if name == "adamw":
+        return nn.AdamWeightDecay(params, lr, weight_decay=WEIGHT_DECAY)
+    if name == "lars":
+        return nn.LARS(nn.Momentum(params, lr, momentum=0.9, weight_decay=WEIGHT_DECAY), epsilon=1e-5,
+                       coefficient=0.001)
+    if name == "lamb":
+        return nn.Lamb(params, lr, weight_decay=WEIGHT_DECAY)
+    raise ValueError(f"optimizer={name!r} has no builder")
+
+
+def apply_amp(network: "nn.Cell", settings: Settings) -> "nn.Cell":
+    """`amp_level` + `keep_batchnorm_fp32`, with the rules of `ms.amp.build_train_network`: O1 casts the
+    white list; O2/O3 cast the whole network to fp16 and, when keep_batchnorm_fp32, put the norm layers
+    (MindSpore's AMP black list: BatchNorm, LayerNorm) back to fp32. So O2 and O3 differ only by that knob,
+    exactly as in MindSpore; `amp_effective` names what was applied."""
+    import mindspore as ms
+
+    if settings.amp_level == "O0":
+        return network
+    if settings.amp_level == "O1":
+        return ms.amp.auto_mixed_precision(network, "O1")
+    return ms.amp.auto_mixed_precision(network, "O2" if settings.keep_batchnorm_fp32 else "O3")
+
+
+def amp_effective(settings: Settings) -> str:
+    """What `apply_amp` really did, for records: O0, O1, or O2/O3 by the norm layers' precision."""
+    if settings.amp_level in ("O0", "O1"):
+        return settings.amp_level
+    return "fp16, norms fp32" if settings.keep_batchnorm_fp32 else "fp16 everywhere"
+
+
+def apply_recompute(workload: "Workload", network: "nn.Cell", settings: Settings) -> int:
+    """Mark the workload's blocks for recomputation (`selective`: the marked ones; `full`: every block).
+    Returns how many blocks were marked, so a knob that marks nothing can be refused, never ignored."""
+    if settings.recompute == "none":
+        return 0
+    blocks = workload.recompute_blocks(network, full=settings.recompute == "full")
+    for block in blocks:
+        block.recompute()
+    return len(blocks)
+
+
+def _cells():
+    """The nn.Cell subclasses, defined lazily so importing this module never imports MindSpore."""
+    import mindspore as ms
+    from mindspore import nn, ops
+    from mindspore.common import dtype as mstype
+    from mindspore.ops import functional as F
+
+    class LossNet(nn.Cell):
+        """network + loss; network outputs are cast back to fp32 before the loss (as MindSpore's AMP does)."""
+
+        def __init__(self, network: nn.Cell, loss_fn: nn.Cell, n_inputs: int) -> None:
+            super().__init__(auto_prefix=False)
+            self.network = network
+            self.loss_fn = loss_fn
+            self.n_inputs = n_inputs
+
+        def construct(self, *columns):
+            outputs = self.network(*columns[:self.n_inputs])
+            outputs = F.mixed_precision_cast(mstype.float32, outputs)
+            if not isinstance(outputs, tuple):
+                outputs = (outputs,)
+            return self.loss_fn(*outputs, *columns[self.n_inputs:])
+
+    class ScaledLoss(nn.Cell):
+        """loss * factor, where factor = loss scale / grad_accum arrives as the last input (not differentiated)."""
+
+        def __init__(self, loss_net: nn.Cell) -> None:
+            super().__init__(auto_prefix=False)
+            self.loss_net = loss_net
+
+        def construct(self, *args):
+            loss = self.loss_net(*args[:-1])
+            return loss * args[-1], loss
+
+    class TrainStepCell(nn.Cell):
+        """One optimizer update over `grad_accum` micro-batches, with optional loss scaling and DP reduce.
+        Loss scaling is MindSpore's functional `ms.amp.StaticLossScaler`/`DynamicLossScaler` + `all_finite`,
+        because the CPU backend refuses the loss-scale managers of `build_train_network`."""
+
+        def __init__(self, loss_net: nn.Cell, optimizer: nn.Optimizer, *, micro_batch: int, grad_accum: int,
+                     loss_scale: str, devices: int) -> None:
+            super().__init__(auto_prefix=False)
+            self.loss_net = loss_net
+            self.optimizer = optimizer
+            self.weights = optimizer.parameters
+            self.grad_fn = ms.value_and_grad(ScaledLoss(loss_net), None, self.weights, has_aux=True)
+            self.micro_batch = micro_batch
+            self.grad_accum = grad_accum
+            self.dynamic = loss_scale == "dynamic"
+            self.scaler = None
+            if loss_scale == "static":
+                self.scaler = ms.amp.StaticLossScaler(STATIC_LOSS_SCALE)
+            elif self.dynamic:
+                self.scaler = ms.amp.DynamicLossScaler(DYNAMIC_LOSS_SCALE, DYNAMIC_SCALE_FACTOR, DYNAMIC_SCALE_WINDOW)
+            self.hyper_map = ops.HyperMap()
+            self.reducer = nn.DistributedGradReducer(self.weights, mean=True, degree=devices) if devices > 1 else None
+
+        def construct(self, *columns):
+            scale = ops.ones((), mstype.float32)
+            if self.scaler is not None:
+                scale = self.scaler.scale_value * 1.0
+            factor = scale / self.grad_accum
+            loss_sum = ops.zeros((), mstype.float32)
+            grads = None
+            for i in range(self.grad_accum):
+                micro = columns
+                if self.grad_accum > 1:
+                    start = i * self.micro_batch
+                    micro = tuple(c[start:start + self.micro_batch] for c in columns)
+                (_, loss), g = self.grad_fn(*micro, factor)
+                loss_sum = loss_sum + F.cast(loss, mstype.float32)
+                grads = g if grads is None else self.hyper_map(ops.add, grads, g)
+            if self.reducer is not None:
+                grads = self.reducer(grads)
+            if self.scaler is not None:
+                grads = self.scaler.unscale(grads)
+            if self.dynamic:
+                finite = ms.amp.all_finite(grads)
+                self.scaler.adjust(finite)
+                if finite:
+                    self.optimizer(grads)
+            else:
+                self.optimizer(grads)
+            return loss_sum / self.grad_accum
+
+    return LossNet, TrainStepCell
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """What `build_train_step` made. `cell(*columns)` runs one optimizer update and returns the mean loss."""
+
+    cell: "nn.Cell"
+    network: "nn.Cell"            # the (AMP-cast) network, for evaluation and graph extraction
+    optimizer: "nn.Optimizer"
+    micro_batch: int              # samples per device per micro-batch
+    grad_accum: int
+    devices: int
+    recomputed_blocks: int
+    amp: str
+
+    @property
+    def step_batch(self) -> int:
+        """Samples one call of `cell` takes on one device (all micro-batches stacked)."""
+        return self.micro_batch * self.grad_accum
+
+    @property
+    def global_samples(self) -> int:
+        return self.step_batch * self.devices
+
+
+def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
+                     total_steps: int | None = None) -> TrainStep:
+    """Build the training step of a cell. `total_steps` sets the length of a decaying lr schedule
+    (default: the preset's epochs over its training split)."""
+    import mindspore as ms
+
+    LossNet, TrainStepCell = _cells()
+    ms.set_seed(settings.seed)
+    network = apply_amp(workload.build_network(preset), settings)
+    recomputed = apply_recompute(workload, network, settings)
+    inputs, _labels = workload.columns(preset)
+    loss_net = LossNet(network, workload.build_loss(preset), len(inputs))
+    if total_steps is None:
+        total_steps = preset.epochs * steps_per_epoch(preset, settings)
+    optimizer = make_optimizer(network.trainable_params(), settings, learning_rate(preset, settings, total_steps))
+    micro = micro_batch_size(preset, settings)
+    cell = TrainStepCell(loss_net, optimizer, micro_batch=micro, grad_accum=settings.grad_accum,
+                         loss_scale=settings.loss_scale, devices=settings.devices)
+    cell.set_train(True)
+    return TrainStep(cell=cell, network=network, optimizer=optimizer, micro_batch=micro,
+                     grad_accum=settings.grad_accum, devices=settings.devices, recomputed_blocks=recomputed,
+                     amp=amp_effective(settings))
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    losses: list[float]          # one per optimizer update, in order
+    network: "nn.Cell"
+    steps: int
+    samples_seen: int            # per device
+
+
+def train(workload: "Workload", preset: "Preset", settings: Settings, epochs: int, *, rank: int = 0,
+          world: int = 1, workdir: Path | None = None) -> TrainResult:
+    """Train for `epochs` passes over the training split (the accuracy run). Same samples seen for any
+    batch/grad_accum split, up to the remainder dropped by batching."""
+    step = build_train_step(workload, preset, settings, total_steps=epochs * steps_per_epoch(preset, settings))
+    data = workload.make_dataset(preset, "train", settings, step.step_batch, rank=rank, world=world, workdir=workdir)
+    losses: list[float] = []
+    for _ in range(epochs):
+        for batch in data.create_tuple_iterator(num_epochs=1):
+            losses.append(float(step.cell(*batch).asnumpy()))
+    step.network.set_train(False)
+    return TrainResult(losses=losses, network=step.network, steps=len(losses),
+                       samples_seen=len(losses) * step.step_batch)
