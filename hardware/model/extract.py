@@ -1,0 +1,106 @@
+"""Child process of graph extraction: compile (never run) a MindSpore graph and parse its IR dump.
+
+`python -m hardware.model.extract` reads one JSON request on stdin and writes the analysed graph
+as JSON to the request's `out` path. MindSpore reads `MS_DEV_SAVE_GRAPHS` once, at import, so the
+dump can only be switched on in a fresh process; `hardware.model.graph` starts this one with a
+clean environment and a scratch working directory, so callers never import MindSpore for it.
+
+Requests:
+- `{"kind": "train_step", "workload", "preset", "overrides", "settings"}`: the real training step
+  of `workloads.train_step.build_train_step`, compiled in GRAPH mode on one synthetic batch.
+- `{"kind": "mindir", "path", "inputs": [{"dtype", "shape"}]}`: an exported forward network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hardware.model.ir import analyse, read_dumps
+
+DUMP_PASS = "hwopt_common_final_graph"
+
+
+def dump_env(dump_dir: Path) -> dict[str, str]:
+    """The environment that makes MindSpore write only the final kernel graph of each compile."""
+    return {"MS_DEV_SAVE_GRAPHS": "1", "MS_DEV_DUMP_IR_PASSES": DUMP_PASS,
+            "MS_DEV_SAVE_GRAPHS_PATH": str(dump_dir)}
+
+
+def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
+    """Build the real step for the cell and compile it on a synthetic batch of the micro-batch size."""
+    import mindspore as ms
+
+    from msbench.settings import make_settings
+    from workloads.registry import get_workload
+    from workloads.train_step import build_train_step
+
+    # One device: data-parallel communication is the device model's own business (comm.py), and a
+    # DistributedGradReducer cannot be built without a communication group.
+    settings = make_settings({**request["settings"], "devices": 1})
+    workload = get_workload(request["workload"])
+    preset = workload.preset(request["preset"], request.get("overrides") or {})
+    ms.set_device("CPU")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    step = build_train_step(workload, preset, settings)
+    # One call of the step cell is one optimizer update over all micro-batches, stacked on axis 0.
+    arrays = workload.synthetic_batch(preset, step.step_batch)
+    step.cell.compile(*[ms.Tensor(a) for a in arrays])
+    return {"batch_size": step.micro_batch, "grad_accum": step.grad_accum,
+            "recomputed_blocks": step.recomputed_blocks,
+            "trainable": sorted(p.name for p in step.network.trainable_params())}
+
+
+def compile_mindir(request: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_device("CPU")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = nn.GraphCell(ms.load(request["path"]))
+    cell.compile(*[ms.Tensor(np.zeros(t["shape"], dtype=t["dtype"])) for t in request["inputs"]])
+    return {"trainable": []}
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    dump_dir = Path(request["dump_dir"])
+    for key, value in dump_env(dump_dir).items():
+        os.environ[key] = value                      # before the first `import mindspore`
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
+    dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
+    if not dumps:
+        raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")
+    analysis = analyse(read_dumps(dumps))
+    names = set(compiled["trainable"])
+    trainable = [p for p in analysis.weight_params if p.ref_key in names]
+    import mindspore as ms
+
+    result = {
+        "mindspore": ms.__version__,
+        "ops": [_op_dict(op) for op in analysis.ops],
+        "activation_bytes": analysis.activation_bytes,
+        "param_count": sum(p.spec.elements for p in trainable if p.spec),
+        "param_bytes": sum(p.spec.nbytes for p in trainable if p.spec),
+        "state_bytes": sum(p.spec.nbytes for p in analysis.weight_params if p.spec),
+        "trainable_found": len(trainable),
+        "meta": {**analysis.meta, "kernel_graphs": len(dumps)},
+        **{k: v for k, v in compiled.items() if k != "trainable"},
+    }
+    Path(request["out"]).write_text(json.dumps(result, sort_keys=True))
+    return 0
+
+
+def _op_dict(op: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(op)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

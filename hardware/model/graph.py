@@ -1,0 +1,149 @@
+"""The op graph of a cell's real training step, and the forward FLOPs of any network.
+
+Both compile (never run) real MindSpore graphs in a child process (`hardware.model.extract`) that
+dumps and parses the final kernel-graph IR, so callers never import MindSpore for it and the IR
+environment variables are clean. Extracted graphs are cached on disk by a content key: the
+MindSpore version, the workload's source, the preset and its overrides, and every knob that
+changes the compiled graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.settings import Settings
+from hardware.model.opgraph import OpGraph
+
+CACHE_KIND = "opgraph"
+SCHEMA = 1                       # bump when the parser or the OpGraph layout changes
+# The knobs that change the compiled step (mode/jit level/fusion/data knobs do not: the graph is
+# always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
+GRAPH_KNOBS = ("amp_level", "keep_batchnorm_fp32", "recompute", "batch_size", "grad_accum",
+               "optimizer", "loss_scale", "lr_schedule")
+REPO = Path(__file__).resolve().parents[2]
+EXTRACT_TIMEOUT_S = 600.0
+
+
+class ExtractionError(RuntimeError):
+    """MindSpore failed to compile the graph (a bug or an unsupported network, not a user error)."""
+
+
+def mindspore_version() -> str:
+    try:
+        return metadata.version("mindspore")
+    except metadata.PackageNotFoundError:  # pragma: no cover - the project depends on it
+        return "absent"
+
+
+def workload_sources(workload: str) -> list[Path]:
+    """The workload's package plus the shared step builder and pipeline: editing any changes the key."""
+    from workloads.registry import WORKLOADS
+
+    from msbench.errors import ConfigError
+
+    if workload not in WORKLOADS:
+        raise ConfigError("workload", workload, ", ".join(WORKLOADS))
+    module = WORKLOADS[workload].split(":")[0]
+    package = REPO / Path(*module.split(".")[:2])
+    return [package if package.is_dir() else package.with_suffix(".py"),
+            REPO / "workloads" / "train_step.py", REPO / "workloads" / "base.py"]
+
+
+def graph_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
+    knobs = {k: getattr(settings, k) for k in GRAPH_KNOBS}
+    return content_key("opgraph", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
+                       workload, preset, dict(overrides), knobs)
+
+
+def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> OpGraph:
+    """The OpGraph of one cell's training step (cached; cold: one compile in a child process)."""
+    overrides = dict(overrides or {})
+    key = graph_key(workload, preset, overrides, settings)
+    cached = cache_get(CACHE_KIND, key)
+    if cached is not None:
+        return OpGraph.from_dict(cached)
+    result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
+                          "overrides": overrides, "settings": settings.to_dict()})
+    data = {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
+            "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
+            "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
+            "key": key, "meta": graph_meta(result, settings)}
+    cache_put(CACHE_KIND, key, data)
+    return OpGraph.from_dict(data)
+
+
+def graph_meta(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Counts and facts the predictor may need beyond the op list (all derived from the IR)."""
+    ops = result["ops"]
+    by_type: dict[str, int] = {}
+    by_phase: dict[str, int] = {}
+    flops_by_phase: dict[str, int] = {}
+    for op in ops:
+        by_type[op["type"]] = by_type.get(op["type"], 0) + 1
+        by_phase[op["phase"]] = by_phase.get(op["phase"], 0) + 1
+        flops_by_phase[op["phase"]] = flops_by_phase.get(op["phase"], 0) + op["flops"]
+    return {
+        **result["meta"],
+        "mindspore": result["mindspore"],
+        "ops_cover": "one optimizer update: all grad_accum micro-batches unrolled",
+        "op_types": dict(sorted(by_type.items())),
+        "ops_by_phase": dict(sorted(by_phase.items())),
+        "flops_by_phase": dict(sorted(flops_by_phase.items())),
+        "state_bytes": result["state_bytes"],
+        "recomputed_blocks": result["recomputed_blocks"],
+        "graph_knobs": {k: getattr(settings, k) for k in GRAPH_KNOBS},
+    }
+
+
+def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
+    """FLOPs of one forward pass of `network` on `inputs`: 2 x multiply-accumulates of the matrix ops
+    only (Conv2D, MatMul, BatchMatMul, Dense), the convention of published figures (ResNet-50 at
+    224²: 4.1 GMAC = 8.2 GFLOPs). Elementwise, norm and pooling work is not counted.
+
+    Exports the network (eval mode, as it is now) to MindIR here, then compiles it in a child process
+    and counts the ops of its final kernel graph, so `ops.matmul` inside `construct` is seen too.
+    `inputs` are MindSpore Tensors or numpy arrays of the shapes to count for.
+    """
+    import numpy as np
+    import mindspore as ms
+
+    tensors = [x if isinstance(x, ms.Tensor) else ms.Tensor(np.asarray(x)) for x in inputs]
+    specs = [{"dtype": str(t.asnumpy().dtype), "shape": list(t.shape)} for t in tensors]
+    with tempfile.TemporaryDirectory(prefix="msbench-flops-") as tmp:
+        was_training = network.training
+        network.set_train(False)
+        try:
+            ms.export(network, *tensors, file_name=str(Path(tmp) / "net"), file_format="MINDIR")
+        finally:
+            network.set_train(was_training)
+        result = run_extract({"kind": "mindir", "path": str(Path(tmp) / "net.mindir"), "inputs": specs})
+    return sum(op["flops"] for op in result["ops"] if op["unit"] == "cube")
+
+
+def run_extract(request: dict[str, Any], timeout: float = EXTRACT_TIMEOUT_S) -> dict[str, Any]:
+    """Run `python -m hardware.model.extract` in a scratch directory with a clean IR environment."""
+    with tempfile.TemporaryDirectory(prefix="msbench-ir-") as tmp:
+        work = Path(tmp)
+        out = work / "graph.json"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("MS_DEV_", "MS_COMPILER_CACHE", "MS_ENABLE_GRAPH_KERNEL"))}
+        env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+        request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
+        try:
+            proc = subprocess.run([sys.executable, "-m", "hardware.model.extract"], input=json.dumps(request),
+                                  capture_output=True, text=True, cwd=work, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired as err:
+            raise ExtractionError(f"graph extraction timed out after {timeout:.0f} s") from err
+        if proc.returncode != 0 or not out.exists():
+            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+            raise ExtractionError(f"graph extraction failed (exit {proc.returncode}):\n{tail}")
+        return json.loads(out.read_text())

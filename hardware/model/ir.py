@@ -1,0 +1,428 @@
+"""Parse MindSpore's final kernel-graph IR dump into `Op`s with FLOPs, bytes, unit and phase.
+
+The dump is what MindSpore writes with `MS_DEV_SAVE_GRAPHS=1`,
+`MS_DEV_DUMP_IR_PASSES=hwopt_common_final_graph` (one `hwopt_common_final_graph_<id>_<n>.ir` per
+kernel graph): the kernels that really run, in execution order, after AMP casts, autodiff,
+recompute and the optimizer are in place. Each CNode is written as
+
+    %5(name) = PrimFunc_ReLU(%4) primitive_attrs: {...} cnode_attrs: {...}
+        : (<Tensor[Float32], (4, 8, 16, 16)>) -> (<Tensor[Float32], (4, 8, 16, 16)>)
+        # Scope: (Default/network-WithLossCell/_backbone-Net/b-Blk/r-ReLU)
+
+(see reference/mindspore-2.10-cpu.md §5). The parser keeps the data flow (`%N` and `%paraN_name`
+arguments) so that phases can be inherited and the activations kept for backward found from the
+graph itself, not from a formula. Pure text processing: no MindSpore import.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from hardware.model.opgraph import Op, TensorSpec
+
+NODE = re.compile(r"^\s+%(\d+)\([^)]*\) = ([A-Za-z0-9_]+)\((.*)$")
+PARAM = re.compile(r"^%(para\d+_\S+?): (<.*?>)\s.*IsWeight: (true|false)")
+SCOPE = re.compile(r"^\s+# Scope: \((.*)\)\s*$")
+SUBGRAPH = re.compile(r"^subgraph @(\S+)\(")
+TENSOR = re.compile(r"^(?:Ref\[)?Tensor\[(\w+)\]\]?, \(([-\d, ]*)\)")
+TUPLE_TYPES = re.compile(r"Tensor\[(\w+)\](?:\*(\d+))?")
+SHAPE = re.compile(r"\(([-\d, ]*)\)")
+REF = re.compile(r"^%(\d+|para\d+_\S+)$")
+BOOL_ARG = re.compile(r"^Bool\(([01])\)$")
+
+# Graph plumbing: no kernel runs for these.
+STRUCTURAL = frozenset({"Load", "UpdateState", "Depend", "TupleGetItem", "MakeTuple", "Return",
+                        "RealTupleGetItem", "RealMakeTuple", "MakeTupleV2"})
+# "Nop nodes": MindSpore's backend turns these into aliases of their input (no kernel launch,
+# no copy) — `opt::IsNopNode` in the kernel-graph runtime. Dropped from the op list, seen through
+# in the data flow.
+VIEWS = frozenset({"Reshape", "Flatten", "ExpandDims", "Squeeze", "FlattenGrad", "Unsqueeze"})
+CUBE = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
+                  "Conv3DBackpropInput", "Conv3DBackpropFilter", "MatMul", "BatchMatMul",
+                  "MatMulExt", "BatchMatMulExt", "Dense", "DepthwiseConv2dNative"})
+PHASE_RANK = {"forward": 0, "recompute": 1, "backward": 2, "optimizer": 3}
+
+
+@dataclass(frozen=True)
+class IrNode:
+    """One CNode of the dump, before costing. `args[i]` is a `%N`/`%paraN_name` reference or None (a constant)."""
+
+    key: str                                   # "<subgraph>/%N"
+    type: str                                  # PrimFunc_ prefix removed
+    scope: str
+    args: tuple[str | None, ...]
+    consts: tuple[str, ...]                    # the argument texts (for Bool transpose flags, TupleGetItem index)
+    in_specs: tuple[tuple[TensorSpec, ...], ...]   # per argument: its tensors (empty for scalars, monads)
+    out_specs: tuple[TensorSpec, ...]
+    attrs: str                                 # the rest of the node line (primitive_attrs etc.)
+
+
+@dataclass(frozen=True)
+class IrParam:
+    name: str                                  # "para3_b.bn.gamma"
+    spec: TensorSpec | None
+    is_weight: bool
+
+    @property
+    def ref_key(self) -> str:
+        return self.name.split("_", 1)[1] if "_" in self.name else self.name
+
+
+@dataclass(frozen=True)
+class IrGraph:
+    params: tuple[IrParam, ...]
+    nodes: tuple[IrNode, ...]
+
+
+# ---------------------------------------------------------------- abstracts: "<Tensor[Float32], (4, 8)>"
+
+def split_abstracts(line: str) -> tuple[list[str], list[str]]:
+    """`: (<a>, <b>) -> (<c>)` -> (["a", "b"], ["c"]): top-level `<...>` items either side of `->`."""
+    ins: list[str] = []
+    outs: list[str] = []
+    target, depth, start, i = ins, 0, 0, 0
+    while i < len(line):
+        if depth == 0 and line.startswith("->", i):
+            target, i = outs, i + 2
+            continue
+        ch = line[i]
+        if ch == "<":
+            if depth == 0:
+                start = i + 1
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                target.append(line[start:i])
+        i += 1
+    return ins, outs
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v.strip())
+
+
+def parse_abstract(item: str) -> tuple[TensorSpec, ...]:
+    """The tensors of one abstract: one for a tensor, several for a tuple of tensors, none for scalars/monads."""
+    m = TENSOR.match(item)
+    if m:
+        return (TensorSpec(m.group(1), parse_shape(m.group(2))),)
+    if item.startswith("Tuple[") and "TupleShape(" in item:
+        head, _, tail = item.partition("TupleShape(")
+        dtypes = [d for d, n in TUPLE_TYPES.findall(head) for _ in range(int(n or 1))]
+        inner = tail[: matching_paren(tail, 0)]
+        shapes = [parse_shape(s) for s in SHAPE.findall(inner)]
+        if dtypes and len(dtypes) == len(shapes):
+            return tuple(TensorSpec(d, s) for d, s in zip(dtypes, shapes))
+    return ()
+
+
+def matching_paren(text: str, start: int) -> int:
+    """Index of the `)` closing the group that begins at `start` (text[start] is just inside it)."""
+    depth = 1
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text)
+
+
+def split_args(text: str) -> tuple[list[str], str]:
+    """`%1, %para2_w, Bool(0)) primitive_attrs: {...}` -> (["%1", "%para2_w", "Bool(0)"], attrs text)."""
+    end = matching_paren(text, 0)
+    args, depth, start = [], 0, 0
+    body = text[:end]
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(body[start:i].strip())
+            start = i + 1
+    if body[start:].strip():
+        args.append(body[start:].strip())
+    return args, text[end + 1:]
+
+
+# ---------------------------------------------------------------- the dump
+
+def parse_ir(text: str) -> IrGraph:
+    """Parse one dump file's text into parameters and nodes (in execution order)."""
+    lines = text.splitlines()
+    params: list[IrParam] = []
+    nodes: list[IrNode] = []
+    graph = "g"
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        pm = PARAM.match(line)
+        if pm:
+            specs = parse_abstract(pm.group(2)[1:-1])
+            params.append(IrParam(pm.group(1), specs[0] if specs else None, pm.group(3) == "true"))
+            i += 1
+            continue
+        sg = SUBGRAPH.match(line)
+        if sg:
+            graph = sg.group(1)
+        m = NODE.match(line)
+        if not m:
+            i += 1
+            continue
+        # The node's own text may span lines (constant tensor values); it ends at the abstract line.
+        body = [m.group(3)]
+        j = i + 1
+        while j < len(lines) and not lines[j].lstrip().startswith(": (") and not NODE.match(lines[j]):
+            body.append(lines[j])
+            j += 1
+        if j >= len(lines) or not lines[j].lstrip().startswith(": ("):
+            i = j
+            continue
+        arg_texts, attrs = split_args("\n".join(body))
+        ins, outs = split_abstracts(lines[j].split(":", 1)[1])
+        scope = ""
+        k = j + 1
+        while k < len(lines) and not NODE.match(lines[k]) and lines[k].startswith("      "):
+            sm = SCOPE.match(lines[k])
+            if sm:
+                scope = sm.group(1)
+                break
+            k += 1
+        args = tuple(_ref(graph, a) for a in arg_texts)
+        in_specs = tuple(parse_abstract(a) for a in ins)
+        if len(in_specs) != len(args):   # keep positions aligned even for odd abstracts
+            in_specs = (in_specs + ((),) * len(args))[: len(args)]
+        out_specs = tuple(s for o in outs for s in parse_abstract(o))
+        nodes.append(IrNode(f"{graph}/%{m.group(1)}", m.group(2).removeprefix("PrimFunc_"), scope,
+                            args, tuple(arg_texts), in_specs, out_specs, attrs))
+        i = j + 1
+    return IrGraph(tuple(params), tuple(nodes))
+
+
+def _ref(graph: str, arg: str) -> str | None:
+    m = REF.match(arg)
+    if not m:
+        return None
+    return m.group(1) if m.group(1).startswith("para") else f"{graph}/%{m.group(1)}"
+
+
+def read_dumps(paths: Iterable[Path]) -> IrGraph:
+    """Merge the final-graph dumps of one compile (one file per kernel graph), in graph-id order."""
+    params: dict[str, IrParam] = {}
+    nodes: list[IrNode] = []
+    for n, path in enumerate(sorted(paths, key=dump_order)):
+        g = parse_ir(Path(path).read_text())
+        for p in g.params:
+            params.setdefault(p.name, p)
+        nodes.extend(IrNode(f"{n}:{x.key}", x.type, x.scope,
+                            tuple(a if a is None or a.startswith("para") else f"{n}:{a}" for a in x.args),
+                            x.consts, x.in_specs, x.out_specs, x.attrs) for x in g.nodes)
+    return IrGraph(tuple(params.values()), tuple(nodes))
+
+
+def dump_order(path: Path) -> tuple[int, int]:
+    """`hwopt_common_final_graph_<graph id>_<pass no>.ir` -> (graph id, pass no)."""
+    parts = Path(path).stem.rsplit("_", 2)
+    try:
+        return int(parts[-2]), int(parts[-1])
+    except (ValueError, IndexError):
+        return (1 << 30, 0)
+
+
+# ---------------------------------------------------------------- cost of one op
+
+def unit_of(op_type: str) -> str:
+    return "cube" if op_type in CUBE else "vector"
+
+
+def transpose_flags(node: IrNode) -> tuple[bool, bool]:
+    """MatMul/BatchMatMul transpose flags: positional Bool args (2.x PrimFunc) or old-style attributes."""
+    flags = [BOOL_ARG.match(c) for c in node.consts[2:4]]
+    if len(flags) == 2 and all(flags):
+        return flags[0].group(1) == "1", flags[1].group(1) == "1"  # type: ignore[union-attr]
+    ta = re.search(r"transpose_(?:a|x1): Bool\(1\)", node.attrs) is not None
+    tb = re.search(r"transpose_(?:b|x2): Bool\(1\)", node.attrs) is not None
+    return ta, tb
+
+
+def first(specs: Sequence[tuple[TensorSpec, ...]], index: int) -> TensorSpec | None:
+    return specs[index][0] if index < len(specs) and specs[index] else None
+
+
+def op_flops(node: IrNode) -> int:
+    """2*MAC for matrix ops (cited shapes: MindSpore's NCHW conv weights (Cout, Cin/groups, kh, kw));
+    otherwise ~1 per element of the largest tensor the op touches (elementwise, norm, reduce)."""
+    t, ins, outs = node.type, node.in_specs, node.out_specs
+    out = outs[0] if outs else None
+    if t in ("Conv2D", "Conv3D", "DepthwiseConv2dNative") and out and first(ins, 1):
+        return 2 * out.elements * math.prod(first(ins, 1).shape[1:])  # type: ignore[union-attr]
+    if t in ("Conv2DBackpropInput", "Conv3DBackpropInput") and first(ins, 0) and first(ins, 1):
+        return 2 * first(ins, 0).elements * math.prod(first(ins, 1).shape[1:])  # type: ignore[union-attr]
+    if t in ("Conv2DBackpropFilter", "Conv3DBackpropFilter") and first(ins, 0) and out:
+        return 2 * first(ins, 0).elements * math.prod(out.shape[1:])  # type: ignore[union-attr]
+    if t in ("MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense") and first(ins, 0) and out:
+        a = first(ins, 0).shape  # type: ignore[union-attr]
+        transpose_a = transpose_flags(node)[0] if t in ("MatMul", "BatchMatMul") else False
+        k = a[-2] if transpose_a and len(a) >= 2 else (a[-1] if a else 1)
+        return 2 * out.elements * k
+    tensors = [s for group in ins for s in group] + list(outs)
+    return max((s.elements for s in tensors), default=0)
+
+
+def op_bytes(node: IrNode) -> int:
+    """Bytes read plus written if nothing stays on chip: every tensor input and output once."""
+    return sum(s.nbytes for group in node.in_specs for s in group) + sum(s.nbytes for s in node.out_specs)
+
+
+def is_kernel(node: IrNode) -> bool:
+    return node.type not in STRUCTURAL and node.type not in VIEWS
+
+
+def to_op(node: IrNode, phase: str) -> Op:
+    return Op(type=node.type, scope=node.scope,
+              inputs=tuple(s for group in node.in_specs for s in group), outputs=node.out_specs,
+              flops=op_flops(node), bytes=op_bytes(node), unit=unit_of(node.type), phase=phase)
+
+
+# ---------------------------------------------------------------- phases and data flow
+
+def scope_phase(node: IrNode) -> str | None:
+    """The phase a scope names outright, or None when it must be inherited from the data flow.
+
+    Autodiff puts backward kernels under `Gradients/`; `Cell.recompute()` re-emits forward
+    kernels under `recompute_Default/...` (their own backward is `Gradients/recompute_...`);
+    optimizers run `Apply*` kernels under `Default/optimizer-<Name>`.
+    """
+    scope = node.scope
+    if scope.startswith("Gradients/"):
+        return "backward"
+    if scope.startswith("recompute_"):
+        return "recompute"
+    if node.type.startswith("Apply") or any(part.split("-")[0] in ("optimizer", "_optimizer", "opt")
+                                            for part in scope.split("/")):
+        return "optimizer"
+    if scope.startswith("Default/") and not scope.startswith("Default/optimizer"):
+        return "forward"
+    return None        # "Expand/_SumExt" (an expanded primitive loses its scope), bare "Default", ""
+
+
+def inherit_phase(node: IrNode, producer_phases: Iterable[str]) -> str:
+    """Phase of an op whose scope says nothing: the latest phase among its producers.
+
+    An expanded op (`Expand/...`) fed by gradients is itself backward; an op in a bare scope fed
+    by gradients (loss-scale unscale, finite checks, accumulation) is update work: optimizer.
+    """
+    latest = max(producer_phases, key=PHASE_RANK.__getitem__, default="forward")
+    if latest == "backward" and not node.scope.startswith("Expand/"):
+        return "optimizer"
+    return latest
+
+
+def peak_live(intervals: Iterable[tuple[int, int, int]]) -> int:
+    """Largest total size of (start, end, size) intervals alive at once, in execution order.
+
+    With gradient accumulation the step holds one micro-batch's activations at a time, so the
+    peak (not the sum) is what backward keeps; without it the two agree.
+    """
+    events = sorted((p, kind, size) for start, end, size in intervals for p, kind in ((start, 0), (end, 1)))
+    live = peak = 0
+    for _, kind, size in events:      # at one position, births (0) before deaths (1)
+        live += size if kind == 0 else -size
+        peak = max(peak, live)
+    return peak
+
+
+def is_backend_cast(node: IrNode) -> bool:
+    return node.type == "Cast" and "is_backend_cast: Bool(1)" in node.attrs
+
+
+def phase_of_sources(phases: dict[str, str], srcs: Iterable[tuple[str, int]]) -> str:
+    return max((phases.get(k, "forward") for k, _ in srcs), key=PHASE_RANK.__getitem__, default="forward")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    ops: tuple[Op, ...]
+    activation_bytes: int          # peak bytes of forward op outputs alive until a backward/recompute reader
+    weight_params: tuple[IrParam, ...]
+    meta: dict
+
+
+def analyse(graph: IrGraph) -> Analysis:
+    """Cost every kernel, assign phases and find the forward outputs that backward keeps alive."""
+    # Each value is a tuple of sources (real node key, output index); views and plumbing are seen through.
+    values: dict[str, tuple[tuple[str, int], ...]] = {}
+    phases: dict[str, str] = {}
+    kernels: dict[str, IrNode] = {}
+    ops: list[Op] = []
+    position: dict[str, int] = {}
+    last_use: dict[tuple[str, int], int] = {}     # forward output -> last backward/recompute reader
+    dropped: dict[str, int] = {}
+
+    backend_specs: dict[str, tuple[TensorSpec, ...]] = {}   # backend cast -> the tensor it converts
+    backend_casts: dict[str, list[int]] = {}
+
+    def sources(ref: str | None) -> tuple[tuple[str, int], ...]:
+        return values.get(ref, ()) if ref else ()
+
+    for node in graph.nodes:
+        t = node.type
+        if is_backend_cast(node):
+            # The CPU kernel selection wraps a kernel it has no fp16 version of in Casts
+            # (`is_backend_cast: Bool(1)`). Not part of the network: seen through, so the ops keep
+            # the dtypes the network asks for (what an Ascend device runs); tallied in meta.
+            values[node.key] = sources(node.args[0]) if node.args else ()
+            backend_specs[node.key] = backend_specs.get(node.args[0] or "", node.in_specs[0] if node.in_specs else ())
+            tally = backend_casts.setdefault(phase_of_sources(phases, sources(node.args[0] if node.args else None)), [0, 0])
+            tally[0] += 1
+            tally[1] += op_bytes(node)
+            continue
+        if any(a in backend_specs for a in node.args):
+            node = replace(node, in_specs=tuple(backend_specs.get(a or "", spec) for a, spec in zip(node.args, node.in_specs)))
+        if t == "TupleGetItem" and node.args:
+            idx = int(re.sub(r"\D", "", node.consts[1]) or 0) if len(node.consts) > 1 else 0
+            src = sources(node.args[0])
+            values[node.key] = (src[idx],) if idx < len(src) else src
+            continue
+        if t in ("MakeTuple", "RealMakeTuple", "MakeTupleV2"):
+            values[node.key] = tuple(s for a in node.args for s in sources(a))
+            continue
+        if t in ("Depend", "Load") or t in VIEWS:
+            values[node.key] = sources(node.args[0]) if node.args else ()
+            if t in VIEWS:
+                dropped[t] = dropped.get(t, 0) + 1
+            continue
+        if t in STRUCTURAL:
+            continue
+        producers = [s for a in node.args for s in sources(a)]
+        phase = scope_phase(node) or inherit_phase(node, (phases[k] for k, _ in producers))
+        phases[node.key] = phase
+        kernels[node.key] = node
+        values[node.key] = tuple((node.key, i) for i in range(max(1, len(node.out_specs))))
+        position[node.key] = len(ops)
+        if phase in ("backward", "recompute"):
+            for src in producers:
+                if phases[src[0]] == "forward":
+                    last_use[src] = len(ops)
+        ops.append(to_op(node, phase))
+
+    def size(src: tuple[str, int]) -> int:
+        specs = kernels[src[0]].out_specs
+        return specs[src[1]].nbytes if src[1] < len(specs) else 0
+
+    activation = peak_live([(position[src[0]], end, size(src)) for src, end in last_use.items()])
+    weights = tuple(p for p in graph.params if p.is_weight and p.spec is not None)
+    meta = {
+        "ir_nodes": len(graph.nodes),
+        "view_ops_dropped": dict(sorted(dropped.items())),
+        "kept_tensors": len(last_use),
+        "backend_casts": {phase: {"count": n, "bytes": b} for phase, (n, b) in sorted(backend_casts.items())},
+    }
+    return Analysis(tuple(ops), activation, weights, meta)
