@@ -1,0 +1,121 @@
+"""The device model's one entry point: a pure function of (graph, settings, profile, host cost).
+
+No I/O, no clocks, no randomness: the same inputs give the same Prediction, and `to_dict` rounds
+every float to a fixed number of significant digits so its JSON is byte-identical everywhere.
+
+Step time = device kernels with their dispatch (compute.py, host_time.py)
+          + per-step round trip and batch copy (host_time.py)
+          + the gradient all-reduce that backward does not hide (comm.py)
+          + the data pipeline time that does not overlap the rest (host_time.py).
+The graph is the whole compiled step: every micro-batch of gradient accumulation, the recompute
+forward and the optimizer are already ops in it, so nothing is multiplied here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from hardware.model.comm import gradient_allreduce
+from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
+from hardware.model.host_time import HostCostLike, host_time
+from hardware.model.memory import estimate_memory
+from hardware.model.opgraph import OpGraph
+from hardware.model.profile import HardwareProfile
+from msbench.settings import Settings
+
+PHASES = ("forward", "recompute", "backward", "optimizer")
+BOUNDS = ("compute", "memory", "host", "data", "comm")
+SIGNIFICANT = 6
+
+
+@dataclass(frozen=True)
+class Prediction:
+    step_time_s: float
+    throughput: float                  # samples/s over all devices
+    throughput_per_device: float
+    peak_memory_bytes: int
+    memory_capacity_bytes: int
+    oom: bool
+    bound: str                         # compute|memory|host|data|comm
+    breakdown: dict[str, float]        # seconds per step per component; they add up to step_time_s
+    mfu: float
+    memory: dict[str, int] = field(default_factory=dict)     # bytes per component of the peak
+    detail: dict[str, Any] = field(default_factory=dict)     # counts and totals behind the figures
+
+    def to_dict(self) -> dict[str, Any]:
+        """Rounded, key-sorted-ready plain data (the JSON of `msbench predict`)."""
+        return canonical({
+            "step_time_s": self.step_time_s, "throughput": self.throughput,
+            "throughput_per_device": self.throughput_per_device, "peak_memory_bytes": self.peak_memory_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes, "oom": self.oom, "bound": self.bound,
+            "breakdown": self.breakdown, "mfu": self.mfu, "memory": self.memory, "detail": self.detail,
+        })
+
+
+def canonical(value: Any) -> Any:
+    """Round floats to SIGNIFICANT digits (deterministic text whatever the last-bit noise)."""
+    if isinstance(value, bool) or isinstance(value, (int, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT}g}")
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    raise TypeError(f"cannot canonicalise {type(value).__name__}")
+
+
+def phase_seconds(ks: list[Kernel]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for k in ks:
+        out[k.phase] += k.time_s
+    return {p: out.get(p, 0.0) for p in PHASES}
+
+
+def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
+    """The Cube peak at the dtype that carries most matrix FLOPs (the precision the step trains in)."""
+    by_dtype: dict[str, int] = defaultdict(int)
+    for k in ks:
+        for op in k.ops:
+            if op.unit == "cube":
+                by_dtype[matrix_dtype(compute_dtype(op), profile)] += op.flops
+    dtype = max(sorted(by_dtype), key=lambda d: by_dtype[d]) if by_dtype else "fp32"
+    return matrix_tflops(dtype, profile)
+
+
+def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> Prediction:
+    ks = kernels(graph.ops, profile)
+    samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
+    epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
+    ht = host_time(ks, settings, profile, host, samples, epoch_steps)
+    phases = phase_seconds(ks)
+    comm = gradient_allreduce(graph.param_bytes, settings.devices, phases["backward"] + phases["recompute"], profile)
+
+    serial = ht.kernel_path_s + ht.roundtrip_s + ht.transfer_s + comm.exposed_s
+    data_exposed = max(0.0, ht.data_s - serial) if ht.data_overlapped else ht.data_s
+    step = serial + data_exposed
+    breakdown = {**phases, "dispatch": ht.dispatch_s, "roundtrip": ht.roundtrip_s, "transfer": ht.transfer_s,
+                 "comm": comm.exposed_s, "data": data_exposed}
+
+    compute_bound = sum((k.time_s for k in ks if not k.memory_bound), 0.0)
+    memory_bound = sum((k.time_s for k in ks if k.memory_bound), 0.0)
+    shares = {"compute": compute_bound, "memory": memory_bound,
+              "host": ht.dispatch_s + ht.roundtrip_s + ht.transfer_s, "data": data_exposed, "comm": comm.exposed_s}
+    bound = max(BOUNDS, key=lambda b: shares[b])
+
+    model_flops = sum(op.flops for k in ks for op in k.ops if op.phase in ("forward", "backward"))
+    mem = estimate_memory(graph, settings, profile, host.bytes_per_sample)
+    per_device = samples / step if step > 0 else 0.0
+    return Prediction(
+        step_time_s=step, throughput=per_device * settings.devices, throughput_per_device=per_device,
+        peak_memory_bytes=mem.peak, memory_capacity_bytes=mem.capacity, oom=mem.oom, bound=bound,
+        breakdown=breakdown, mfu=model_flops / (step * peak_tflops(ks, profile) * 1e12) if step > 0 else 0.0,
+        memory=mem.to_dict(),
+        detail={"kernels": len(ks), "ops": len(graph.ops), "flops": sum(k.flops for k in ks),
+                "model_flops": model_flops, "bytes": sum(k.bytes for k in ks), "device_s": ht.device_s,
+                "compute_bound_s": compute_bound, "memory_bound_s": memory_bound, "data_total_s": ht.data_s,
+                "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
+                "profile": profile.name, "profile_hash": profile.digest},
+    )

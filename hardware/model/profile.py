@@ -1,0 +1,264 @@
+"""Hardware profiles: chip datasheets as TOML, parsed strictly into typed frozen dataclasses.
+
+Units live in key names (`tflops_fp16`, `gib`, `gbps`, `_us`), efficiency curves are tables of
+`[threshold, efficiency]` rows (descending thresholds, the last one 0), and every key is
+checked: an unknown or missing key is a ConfigError naming the file, the key and what is allowed.
+The schema *is* the dataclasses below, so the parser and the documentation cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from msbench.errors import ConfigError
+
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+
+@dataclass(frozen=True)
+class EfficiencyTable:
+    """`[[threshold, efficiency], ...]`: the efficiency of the first row whose threshold <= x."""
+
+    rows: tuple[tuple[float, float], ...]
+
+    def at(self, x: float) -> float:
+        for threshold, eff in self.rows:
+            if x >= threshold:
+                return eff
+        return self.rows[-1][1]
+
+
+@dataclass(frozen=True)
+class ProfileInfo:
+    name: str
+    description: str
+    kind: str                  # "npu" (a separate accelerator) or "cpu" (the host is the device)
+
+
+@dataclass(frozen=True)
+class MatrixUnit:
+    """The Cube (matrix engine). `efficiency` is indexed by the GEMM's reduction length K."""
+
+    cores: int
+    ghz: float
+    tile: int                  # matrix tile edge: GEMM dims are padded up to a multiple of it
+    tflops_fp16: float
+    tflops_bf16: float         # 0 = not supported
+    tflops_fp32: float         # 0 = no fp32 matrix path (fp32 matrix ops run as fp16)
+    efficiency: EfficiencyTable
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    """The Vector unit (elementwise, reductions, norms). `efficiency` is indexed by output elements."""
+
+    cores: int
+    tflops_fp16: float
+    tflops_fp32: float
+    efficiency: EfficiencyTable
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Device memory and on-chip L2. `efficiency` is indexed by bytes an op moves."""
+
+    gib: float
+    usable_gib: float          # what MindSpore may allocate (the OOM threshold)
+    gbps: float
+    efficiency: EfficiencyTable
+    l2_mib: float
+    l2_gbps: float             # ops whose whole working set fits in L2 stream at this rate
+    fragmentation: float       # allocator overhead on top of the planned peak (fraction)
+    workspace_mib: float       # runtime workspace (kernel scratch, streams, collective buffers)
+
+
+@dataclass(frozen=True)
+class Precision:
+    matrix_fp32_as: str        # "fp32" or "fp16": what an fp32 matrix op really runs as (MindSpore default)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Per-op host dispatch and per-step round trips, microseconds of *host* time on this profile's host."""
+
+    pynative_us: float         # eager: Python + framework dispatch of one op
+    graph_o0_us: float         # graph mode, kernel by kernel
+    graph_o1_us: float         # graph mode with graph-kernel fusion (per fused or unfused kernel)
+    graph_o2_us: float         # whole graph sunk to the device: per-task scheduling on the device
+    step_us: float             # one host round trip per step (launch the graph, fetch the loss)
+    asynchronous: bool         # host dispatch overlaps device execution (a separate accelerator)
+    supports_sink: bool        # dataset sink mode available
+
+
+@dataclass(frozen=True)
+class Host:
+    cores_per_device: int      # host CPU cores available to each device's data pipeline
+    core_speed: float          # single-core speed relative to the reference host (this CPU machine kind)
+    link_gbps: float           # host <-> device link (PCIe), GB/s
+    shares_device: bool        # the data pipeline competes with the device for the same cores
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the interconnect: `size` devices joined by `algorithm` over links of `gbps`."""
+
+    name: str
+    size: int                  # devices per group at this level (0 = unbounded, e.g. between servers)
+    gbps: float                # per-link unidirectional bandwidth, GB/s
+    latency_us: float          # α per message step
+    algorithm: str             # "ring" or "mesh"
+
+
+@dataclass(frozen=True)
+class Comm:
+    bucket_mib: float          # gradient fusion bucket size (buckets all-reduce while backward runs)
+    efficiency: float          # achieved / link bandwidth of the collective library
+    levels: tuple[Level, ...]
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    profile: ProfileInfo
+    cube: MatrixUnit
+    vector: VectorUnit
+    memory: DeviceMemory
+    precision: Precision
+    launch: Launch
+    host: Host
+    comm: Comm
+    digest: str = ""           # sha256 of the canonical content (records carry it)
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "HardwareProfile":
+        path = Path(path)
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError("profile file", str(path), "an existing TOML file") from None
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError("profile file", str(path), f"valid TOML ({err})") from None
+        return cls.from_mapping(data, where=str(path))
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "<profile>") -> "HardwareProfile":
+        parsed = parse_section(cls, data, where, "", skip=("digest",))
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return typing.cast(HardwareProfile, type(parsed)(**{**parsed.__dict__, "digest": digest}))
+
+
+ALLOWED_TEXT = {"kind": ("npu", "cpu"), "matrix_fp32_as": ("fp32", "fp16"), "algorithm": ("ring", "mesh")}
+
+
+def parse_section(cls: type, table: Any, where: str, prefix: str, skip: tuple[str, ...] = ()) -> Any:
+    """Build dataclass `cls` from a TOML table, refusing unknown and missing keys."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(prefix or "profile", table, "a table", where)
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls) if f.name not in skip]
+    unknown = sorted(set(table) - set(names))
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}", table[unknown[0]], "keys " + ", ".join(names), where,
+                          rule="unknown key")
+    values = {}
+    for name in names:
+        key = f"{prefix}{name}"
+        if name not in table:
+            raise ConfigError(key, None, "required key", where, rule="missing key")
+        values[name] = parse_value(hints[name], table[name], where, key)
+    return cls(**values)
+
+
+def parse_value(hint: Any, value: Any, where: str, key: str) -> Any:
+    if hint is EfficiencyTable:
+        return parse_efficiency(value, where, key)
+    if is_dataclass(hint):
+        return parse_section(hint, value, where, key + ".")
+    if typing.get_origin(hint) is tuple:      # tuple[Level, ...]: an array of tables
+        if not isinstance(value, list) or not value:
+            raise ConfigError(key, value, "a non-empty array of tables", where)
+        return tuple(parse_value(typing.get_args(hint)[0], v, where, f"{key}[{i}]") for i, v in enumerate(value))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, "true|false", where)
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(key, value, "an integer >= 0", where)
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(key, value, "a number >= 0", where)
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(key, value, "a string", where)
+    allowed = ALLOWED_TEXT.get(key.rsplit(".", 1)[-1].split("[")[0])
+    if allowed and value not in allowed:
+        raise ConfigError(key, value, "|".join(allowed), where)
+    return value
+
+
+def parse_efficiency(value: Any, where: str, key: str) -> EfficiencyTable:
+    allowed = "[[threshold, efficiency], ...] with thresholds descending, the last 0, efficiencies in (0, 1]"
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, value, allowed, where)
+    rows = []
+    for row in value:
+        ok = (isinstance(row, list) and len(row) == 2
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row))
+        if not ok or not 0 < row[1] <= 1 or row[0] < 0:
+            raise ConfigError(key, row, allowed, where)
+        rows.append((float(row[0]), float(row[1])))
+    thresholds = [t for t, _ in rows]
+    if thresholds != sorted(thresholds, reverse=True) or len(set(thresholds)) != len(thresholds):
+        raise ConfigError(key, value, allowed, where, rule="thresholds must descend")
+    if thresholds[-1] != 0:
+        raise ConfigError(key, value, allowed, where, rule="the last threshold must be 0")
+    return EfficiencyTable(tuple(rows))
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+@cache
+def load_profile(name: str) -> HardwareProfile:
+    """A profile by name (`hardware/profiles/<name>.toml`); the file's `profile.name` must match."""
+    names = profile_names()
+    if name not in names:
+        raise ConfigError("hardware", name, ", ".join(names))
+    path = PROFILE_DIR / f"{name}.toml"
+    profile = HardwareProfile.from_toml(path)
+    if profile.name != name:
+        raise ConfigError("profile.name", profile.name, name, str(path), rule="must match the file name")
+    return profile
+
+
+def list_profiles() -> list[dict[str, Any]]:
+    """Rows for `msbench list hardware`."""
+    rows = []
+    for name in profile_names():
+        p = load_profile(name)
+        rows.append({
+            "name": name,
+            "kind": p.profile.kind,
+            "cube_tflops_fp16": p.cube.tflops_fp16,
+            "cube_tflops_fp32": p.cube.tflops_fp32,
+            "memory_gib": p.memory.usable_gib,
+            "memory_gbps": p.memory.gbps,
+            "fp32_matrix_as": p.precision.matrix_fp32_as,
+            "sink": p.launch.supports_sink,
+            "hash": p.digest[:12],
+        })
+    return rows
