@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hardware.model.ir import analyse, read_dumps
+from hardware.model.dataflow import analyse
+from hardware.model.ir import read_dumps
 
 DUMP_PASS = "hwopt_common_final_graph"
 
