@@ -6,7 +6,7 @@ Records of one cell re-run in the same commit (a resumed or repeated run) count 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -14,11 +14,16 @@ import pandas as pd
 
 from msbench.cell import canonical_json
 from msbench.errors import UserError
-from msbench.records import Record
+from msbench.settings import DEFAULTS
+from msbench.records import Metrics, Record
 from msbench.report.asv import ASV_COLUMNS, is_asv_results, read_asv
 from msbench.store import load_records, records_frame
 
 UNKNOWN_COMMIT = "unknown"
+# Columns of a frame without records, so that every reader can filter it like a full one.
+EMPTY_COLUMNS = ["cell_id", "workload", "preset", "overrides", "target", "label", "status", "reason", "commit",
+                 *DEFAULTS, *(f.name for f in fields(Metrics) if f.name not in ("step_time_stats", "breakdown",
+                                                                                 "peak_memory_detail", "extra"))]
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,7 @@ class RecordSet:
     @classmethod
     def of(cls, records: Iterable[Record]) -> "RecordSet":
         kept = latest_per_cell(records)
-        frame = records_frame(kept) if kept else pd.DataFrame()
+        frame = records_frame(kept) if kept else pd.DataFrame(columns=EMPTY_COLUMNS)
         if kept:
             frame = frame.reset_index(drop=True)
             frame["overrides"] = [canonical_json(dict(r.cell.overrides)) for r in kept]

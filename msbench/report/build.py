@@ -1,0 +1,210 @@
+"""Assemble the report: which records are 'now' and which the commit baseline, then every section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from msbench.report import best, claims, diff, effects, plots, tradeoffs
+from msbench.report.frame import GIB, has_values
+from msbench.report.load import Inputs, RecordSet, load_inputs
+from msbench.report.section import Figure, Section, Table
+
+CHANGE_THRESHOLD = 0.05
+CELL_COLUMNS = ["cell_id", "workload", "preset", "target", "label", "status", "throughput", "step_time_s",
+                "peak_gib", "accuracy", "accuracy_delta_pp", "bound", "reason"]
+
+
+@dataclass(frozen=True)
+class Options:
+    memory_cap_gib: float | None = None
+    tolerance_pp: float = 1.0
+    baselines: tuple[str, ...] = ()
+    threshold: float = CHANGE_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The records the report describes (`now`) and, for the commit diff, the ones before."""
+
+    now: RecordSet
+    before: RecordSet | None
+    asv: pd.DataFrame
+    asv_commits: tuple[str, str] | None
+    notes: tuple[str, ...]
+
+
+def short(commit: str) -> str:
+    return commit[:10]
+
+
+def choose_sides(inputs: Inputs, baselines: Sequence[str]) -> Sides:
+    notes: list[str] = []
+    runs, asv = inputs.runs, inputs.asv
+    paths = [b for b in baselines if Path(b).exists()]
+    commits = [b for b in baselines if not Path(b).exists()]
+    before: RecordSet | None = None
+    if paths:
+        loaded = load_inputs(paths)
+        before = loaded.runs
+        asv = pd.concat([asv, loaded.asv], ignore_index=True) if not loaded.asv.empty else asv
+        notes.append(f"commit baseline: the records in {', '.join(paths)}")
+    present = runs.commits()
+    if commits:
+        wanted = commits[0]
+        before = runs.of_commit(wanted)
+        if not before.records:
+            notes.append(f"--baseline {wanted}: no records of that commit among the inputs "
+                         f"(commits present: {', '.join(map(short, present)) or 'none'})")
+            before = None
+        present = [c for c in present if not c.startswith(wanted)]
+    elif before is None and len(present) >= 2:
+        before = runs.of_commit(present[-2])
+        notes.append(f"the inputs hold {len(present)} commits; the diff compares {short(present[-1])} "
+                     f"against {short(present[-2])}")
+    now = runs.of_commit(present[-1]) if len(runs.commits()) > 1 and present else runs
+    if len(runs.commits()) > 1 and present:
+        notes.append(f"sections 1-4 describe commit {short(present[-1])}")
+    asv_commits = None
+    if not asv.empty:
+        order = asv.sort_values(["date"]).drop_duplicates("commit")["commit"].tolist()
+        old = next((c for c in order if commits and c.startswith(commits[0])), order[-2] if len(order) > 1 else None)
+        if old is not None and order[-1] != old:
+            asv_commits = (old, order[-1])
+    return Sides(now, before, asv, asv_commits, tuple(notes))
+
+
+def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
+    frame = sides.now.frame
+    notes = list(sides.notes)
+    tables = []
+    if frame.empty:
+        notes.append("no msbench records in the inputs: sections 1-4 are empty")
+    else:
+        counts = frame.pivot_table(index=["workload", "preset", "target"], columns="status", values="cell_id",
+                                   aggfunc="count", fill_value=0).reset_index()
+        counts.columns.name = None
+        tables.append(Table("Cells per status", counts))
+        bad = frame[frame["status"] != "ok"]
+        if not bad.empty:
+            notes.append(f"{len(bad)} of {len(frame)} cells are not ok (listed below); they are left out of "
+                         "effects, trade-offs, best settings and claims")
+            tables.append(Table("Cells that are not ok", bad[["workload", "target", "label", "status", "reason", "cell_id"]],
+                                links=("cell_id",)))
+        for column, what in (("accuracy", "accuracy (run the matrix with accuracy = true): accuracy deltas, "
+                                          "the tolerance filter and accuracy checks of the claims are missing"),
+                             ("peak_memory_bytes", "peak memory: trade-offs and memory checks are missing"),
+                             ("throughput", "throughput: speed-ups are missing")):
+            if not has_values(frame, column):
+                notes.append(f"no record has {what}")
+        if not any(c.startswith("breakdown.") and frame[c].notna().any() for c in frame.columns):
+            notes.append("no record has a time breakdown (the device model fills it): 'component that moved' is empty")
+        if len(frame) == 1:
+            notes.append("a single cell: there is nothing to compare it with")
+    if not sides.asv.empty:
+        latest = sides.asv.sort_values("date").groupby(["machine", "benchmark", "params"], sort=True).last().reset_index()
+        tables.append(Table("asv results (latest commit per benchmark)",
+                            latest[["machine", "commit", "benchmark", "params", "value", "status"]]))
+    intro = (f"Read {len(inputs.sources)} file(s): {', '.join(inputs.sources) or 'none'}. "
+             f"Accuracy tolerance {options.tolerance_pp:g} pp; memory cap "
+             f"{'%g GiB' % options.memory_cap_gib if options.memory_cap_gib is not None else 'the device capacity'}.")
+    return Section("0. Inputs and what is missing", intro, tuple(notes), tuple(tables), anchor="inputs")
+
+
+def effects_section(frame: pd.DataFrame) -> Section:
+    table, notes = effects.knob_effects(frame) if not frame.empty else (pd.DataFrame(), ["no records"])
+    figures = [Figure("Speed-up of each knob change against the baseline cell", png)
+               for png in [plots.speedup_heatmap(table) if not table.empty else None] if png]
+    figures += [Figure("Time per step by component (ms), per cell", png) for png in [plots.breakdown_bars(frame)] if png]
+    intro = ("Each cell against the baseline cell (label 'base') of the same workload, preset and target: "
+             "speed-up = throughput / baseline throughput; memory change = peak / baseline peak − 1; "
+             "the component that moved is the breakdown entry whose time per step changed most.")
+    return Section("1. Knob effects", intro, tuple(notes),
+                   (Table("Knob effects against the baseline", table, links=("cell_id",)),), tuple(figures), "effects")
+
+
+def tradeoffs_section(frame: pd.DataFrame, options: Options) -> Section:
+    table, notes = tradeoffs.tradeoffs(frame, options.tolerance_pp) if not frame.empty else (pd.DataFrame(), ["no records"])
+    figures = [Figure("Throughput against peak memory; Pareto front joined; × = over the accuracy tolerance", png)
+               for png in [plots.tradeoff_scatter(table) if not table.empty else None] if png]
+    intro = (f"Pareto-optimal: no other cell of the context within {options.tolerance_pp:g} pp of accuracy loss "
+             "has at least its throughput with at most its peak memory.")
+    return Section("2. Trade-offs", intro, tuple(notes), (Table("Throughput and peak memory", table, links=("cell_id",)),),
+                   tuple(figures), "tradeoffs")
+
+
+def best_section(frame: pd.DataFrame, options: Options) -> Section:
+    table, notes = (best.best_settings(frame, options.memory_cap_gib, options.tolerance_pp)
+                    if not frame.empty else (pd.DataFrame(), ["no records"]))
+    cap = f"{options.memory_cap_gib:g} GiB" if options.memory_cap_gib is not None else "the device capacity (cells that OOM are excluded)"
+    intro = f"Highest throughput per workload and target with peak memory ≤ {cap} and accuracy loss ≤ {options.tolerance_pp:g} pp."
+    return Section("3. Best settings", intro, tuple(notes), (Table("Best settings", table, links=("cell_id",)),),
+                   anchor="best")
+
+
+def claims_section(frame: pd.DataFrame) -> Section:
+    results = claims.evaluate_claims(frame) if not frame.empty else []
+    table = claims.claims_table(results)
+    notes = []
+    targets = sorted({r.target for r in results})
+    if len(targets) < 2:
+        notes.append(f"claims are judged on {len(targets)} target(s); run matrices/claims.toml for two chips")
+    missing = sorted({r.claim.key for r in results if r.verdict == claims.NO_DATA})
+    if missing:
+        notes.append("no cells for: " + ", ".join(missing) + " (see the 'numbers' column for the cells each needs)")
+    figures = [Figure("Verdict per claim and target", png) for png in [plots.claims_grid(table)] if png]
+    intro = ("Evidence = ok cells of the same workload, preset and target that differ only in the knobs a tip names. "
+             "A comparison holds when every check holds, does not hold when every measured check fails, else partly; "
+             "a required check that could not be measured caps it at partly. A chip's verdict combines its comparisons "
+             "the same way (holds only if all hold).")
+    return Section("4. Claims", intro, tuple(notes),
+                   (Table("Claims", table, links=("cells",)), Table("Thresholds", claims.thresholds_table()),
+                    Table("Evidence", claims.evidence_table(results), links=("cells",))), tuple(figures), "claims")
+
+
+def diff_section(sides: Sides, options: Options) -> Section:
+    parts, notes = [], []
+    env = pd.DataFrame()
+    if sides.before is not None:
+        parts.append(diff.record_diff(sides.before, sides.now, options.threshold, options.tolerance_pp))
+        env = diff.environment_diff(sides.before.records, sides.now.records)
+        common = {r.cell_id for r in sides.before.records} & {r.cell_id for r in sides.now.records}
+        if not common:
+            notes.append("the two commits share no cell ids: nothing to compare")
+        if env.empty:
+            notes.append("no environment difference in the records' provenance")
+    if sides.asv_commits:
+        parts.append(diff.asv_diff(sides.asv, *sides.asv_commits, options.threshold, options.tolerance_pp))
+        notes.append(f"asv: {short(sides.asv_commits[1])} against {short(sides.asv_commits[0])}")
+    if not parts:
+        notes.append("results of one commit only: give two commits' results (or --baseline COMMIT|RUN) for a diff")
+    table = diff.order_diff(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame(columns=diff.DIFF_COLUMNS)
+    if not table.empty:
+        counts = table["change"].value_counts()
+        notes.append(f"{counts.get('regressed', 0)} regressed, {counts.get('improved', 0)} improved, "
+                     f"{counts.get('same', 0)} within {options.threshold:.0%} / {options.tolerance_pp:g} pp")
+    figures = [Figure("Largest changes", png) for png in [plots.diff_bars(table)] if png]
+    intro = ("Direction-aware: throughput and accuracy higher is better; step time, compile time and memory "
+             "lower is better. Regressions first.")
+    return Section("5. Commit diff", intro, tuple(notes),
+                   (Table("Changes", table, links=("cell_id",)), Table("Environment difference", env)),
+                   tuple(figures), "diff")
+
+
+def cells_section(frame: pd.DataFrame) -> Section:
+    if frame.empty:
+        return Section("Appendix: cells", notes=("no cells",), anchor="cells")
+    shown = frame.assign(peak_gib=frame.get("peak_memory_bytes", pd.Series(dtype=float)) / GIB)
+    columns = [c for c in CELL_COLUMNS if c in shown.columns]
+    return Section("Appendix: cells", "Every cell the sections link to, by id.",
+                   tables=(Table("Cells", shown[columns]),), anchor="cells")
+
+
+def build_report(inputs: Inputs, options: Options) -> list[Section]:
+    sides = choose_sides(inputs, options.baselines)
+    frame = sides.now.frame
+    return [inputs_section(inputs, sides, options), effects_section(frame), tradeoffs_section(frame, options),
+            best_section(frame, options), claims_section(frame), diff_section(sides, options), cells_section(frame)]

@@ -1,0 +1,331 @@
+"""The tuning-tip claims, checked against pairs of cells that differ only in the knobs a tip names.
+
+Each claim finds its evidence (pairs, or for gradient accumulation triples, of ok cells in the same
+context with every other knob equal), computes a few quantities per piece of evidence and grades
+each against stated thresholds: `holds` (2), `partly` (1) or `does not hold` (0). A piece of
+evidence holds when every check holds, does not hold when every measured check fails, and is
+`partly` otherwise; a required check that could not be measured (e.g. no accuracy) caps it at
+`partly`. A claim on a chip combines its evidence the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping
+
+import pandas as pd
+
+from msbench.report.frame import CONTEXT, KNOBS, metric, ok_cells, ratio
+
+HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
+NO_DATA = "no data"
+GRADE_TEXT = {2: HOLDS, 1: PARTLY, 0: FAILS}
+UNITS = {"x": "×", "ratio": "", "pp": " pp", "pct": "%"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded quantity of a claim, e.g. speed-up >= 1.5x holds, >= 1.05x partly."""
+
+    name: str
+    label: str
+    holds: float
+    partly: float
+    higher_is_better: bool = True
+    unit: str = "x"
+    required: bool = True
+
+    def grade(self, value: float | None) -> int | None:
+        if value is None:
+            return None
+        sign = 1.0 if self.higher_is_better else -1.0
+        if sign * value >= sign * self.holds:
+            return 2
+        return 1 if sign * value >= sign * self.partly else 0
+
+    def value_text(self, value: float | None) -> str:
+        if value is None:
+            return "n/a"
+        number = value * 100.0 if self.unit == "pct" else value
+        digits = 0 if self.unit == "pct" else 2
+        return f"{number:.{digits}f}{UNITS[self.unit]}"
+
+    def show(self, value: float | None) -> str:
+        return f"{self.label} {self.value_text(value)}"
+
+    def rule(self) -> str:
+        op = "≥" if self.higher_is_better else "≤"
+        return (f"{self.label}: holds {op} {self.value_text(self.holds)}, partly {op} "
+                f"{self.value_text(self.partly)}, else does not hold" + ("" if self.required else " (optional)"))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One comparison behind a claim: the cells, their labels and the graded quantities."""
+
+    workload: str
+    target: str
+    labels: tuple[str, ...]
+    cells: tuple[str, ...]
+    values: Mapping[str, float | None]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    text: str
+    needs: str                       # what cells the claim needs, said when there are none
+    checks: tuple[Check, ...]
+    find: Callable[[pd.DataFrame], Iterator[tuple[pd.Series, ...]]]
+    measure: Callable[..., dict[str, float | None]]
+
+    def evaluate(self, frame: pd.DataFrame) -> list[Evidence]:
+        out = []
+        for rows in self.find(frame):
+            values = self.measure(*rows)
+            out.append(Evidence(
+                workload=rows[0]["workload"], target=rows[0]["target"],
+                labels=tuple(r["label"] for r in rows), cells=tuple(r["cell_id"] for r in rows),
+                values=values, verdict=combine_checks(self.checks, values)))
+        return out
+
+
+def combine_checks(checks: tuple[Check, ...], values: Mapping[str, float | None]) -> str:
+    grades = [(c, c.grade(values.get(c.name))) for c in checks]
+    measured = [g for _, g in grades if g is not None]
+    if not measured:
+        return NO_DATA
+    missing_required = any(g is None and c.required for c, g in grades)
+    if all(g == 2 for g in measured):
+        return PARTLY if missing_required else HOLDS
+    return FAILS if all(g == 0 for g in measured) else PARTLY
+
+
+def combine_verdicts(verdicts: list[str]) -> str:
+    known = [v for v in verdicts if v != NO_DATA]
+    if not known:
+        return NO_DATA
+    if all(v == HOLDS for v in known):
+        return HOLDS
+    return FAILS if all(v == FAILS for v in known) else PARTLY
+
+
+# ---- finding the cells behind a claim ------------------------------------------------------------
+
+def pairs(reference: Mapping[str, tuple], changed: Mapping[str, tuple],
+          free: tuple[str, ...] = ()) -> Callable[[pd.DataFrame], Iterator[tuple[pd.Series, pd.Series]]]:
+    """Pairs (reference cell, changed cell) of ok cells equal in context and every knob not named."""
+    varied = set(reference) | set(changed) | set(free)
+
+    def find(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
+        for _, group in same_except(frame, varied):
+            refs = [r for _, r in group.iterrows() if matches(r, reference)]
+            alts = [r for _, r in group.iterrows() if matches(r, changed)]
+            for ref in refs:
+                for alt in alts:
+                    if ref["cell_id"] != alt["cell_id"]:
+                        yield ref, alt
+    return find
+
+
+def same_except(frame: pd.DataFrame, varied: set[str]) -> Iterator[tuple[object, pd.DataFrame]]:
+    ok = ok_cells(frame)
+    if ok.empty:
+        return iter(())
+    keys = CONTEXT + [k for k in KNOBS if k not in varied and k in ok.columns]
+    return iter(ok.astype({k: "object" for k in keys}).fillna({k: "-" for k in keys}).groupby(keys, sort=True))
+
+
+def matches(row: pd.Series, wanted: Mapping[str, tuple]) -> bool:
+    return all(row[k] in values for k, values in wanted.items())
+
+
+def micro_batch(row: pd.Series) -> int | None:
+    """Per-device micro-batch: the knob, else samples per step / (devices x accumulation)."""
+    size = row.get("batch_size")
+    if size is not None and size == size:
+        return int(size)
+    thr, step = metric(row, "throughput"), metric(row, "step_time_s")
+    if thr is None or step is None:
+        return None
+    return round(thr * step / (int(row["devices"]) * int(row["grad_accum"])))
+
+
+def accumulation_triples(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, ...]]:
+    """(small batch b, accumulated b x k, large batch b*k): everything else equal."""
+    for _, group in same_except(frame, {"batch_size", "grad_accum"}):
+        rows = [r for _, r in group.iterrows()]
+        plain = {micro_batch(r): r for r in rows if int(r["grad_accum"]) == 1}
+        for acc in rows:
+            k, micro = int(acc["grad_accum"]), micro_batch(acc)
+            if k > 1 and micro is not None and micro in plain and micro * k in plain:
+                yield plain[micro], acc, plain[micro * k]
+
+
+# ---- quantities ----------------------------------------------------------------------------------
+
+def accuracy_pp(row: pd.Series) -> float | None:
+    acc = metric(row, "accuracy")
+    return None if acc is None else acc * 100.0
+
+
+def diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def speed(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
+    return {"speedup": ratio(metric(alt, "throughput"), metric(ref, "throughput"))}
+
+
+def amp_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
+    return {**speed(ref, alt),
+            "memory_ratio": ratio(metric(alt, "peak_memory_bytes"), metric(ref, "peak_memory_bytes")),
+            "accuracy_loss_pp": diff(accuracy_pp(ref), accuracy_pp(alt))}
+
+
+def breakdown_share(row: pd.Series, part: str) -> float | None:
+    parts = [metric(row, c) for c in row.index if str(c).startswith("breakdown.")]
+    total = sum(p for p in parts if p is not None)
+    value = metric(row, f"breakdown.{part}")
+    return None if value is None or total <= 0 else value / total
+
+
+def pipeline_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
+    kept = ratio(metric(ref, "throughput"), metric(alt, "throughput"))
+    return {"throughput_lost": None if kept is None else 1.0 - kept,
+            "data_share_after": breakdown_share(alt, "data")}
+
+
+def activation_bytes(row: pd.Series) -> float | None:
+    for key in ("peak_memory_detail.activations", "peak_memory_detail.activation"):
+        if metric(row, key) is not None:
+            return metric(row, key)
+    return metric(row, "peak_memory_bytes")
+
+
+def recompute_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
+    kept = ratio(activation_bytes(alt), activation_bytes(ref))
+    slower = ratio(metric(alt, "breakdown.compute"), metric(ref, "breakdown.compute"))
+    if slower is None:
+        slower = ratio(metric(alt, "step_time_s"), metric(ref, "step_time_s"))
+    return {"activation_cut": None if kept is None else 1.0 - kept,
+            "extra_compute": None if slower is None else slower - 1.0}
+
+
+def accumulation_measure(small: pd.Series, acc: pd.Series, large: pd.Series) -> dict[str, float | None]:
+    gap = diff(accuracy_pp(large), accuracy_pp(acc))
+    return {"accuracy_gap_pp": None if gap is None else abs(gap),
+            "memory_vs_small": ratio(metric(acc, "peak_memory_bytes"), metric(small, "peak_memory_bytes"))}
+
+
+def scaling_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
+    gain = ratio(metric(alt, "throughput"), metric(ref, "throughput"))
+    return {"efficiency": None if gain is None else gain / (int(alt["devices"]) / int(ref["devices"]))}
+
+
+SPEEDUP_BEATS = Check("speedup", "speed-up", holds=1.05, partly=1.0)
+MANY_WORKERS = tuple(range(2, 129))
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("amp", "Mixed precision (O2/O3 against O0) speeds training up 1.5-2x or more, loses under 1% "
+          "accuracy and needs about half the memory",
+          "cells with amp_level O0 and O2/O3, otherwise equal",
+          (Check("speedup", "speed-up", 1.5, 1.05),
+           Check("memory_ratio", "memory ratio", 0.6, 0.9, higher_is_better=False, unit="ratio"),
+           Check("accuracy_loss_pp", "accuracy loss", 1.0, 2.0, higher_is_better=False, unit="pp")),
+          pairs({"amp_level": ("O0",)}, {"amp_level": ("O2", "O3")}, free=("loss_scale", "keep_batchnorm_fp32")),
+          amp_measure),
+    Claim("graph_mode", "Graph mode beats PyNative mode", "cells with mode pynative and graph, otherwise equal",
+          (SPEEDUP_BEATS,), pairs({"mode": ("pynative",)}, {"mode": ("graph",)}), speed),
+    Claim("graph_kernel", "Graph-kernel fusion raises throughput",
+          "cells with graph_kernel false and true, otherwise equal",
+          (SPEEDUP_BEATS,), pairs({"graph_kernel": (False,)}, {"graph_kernel": (True,)}), speed),
+    Claim("sink", "Dataset sink mode speeds training up by 50-100%", "cells with sink false and true, otherwise equal",
+          (Check("speedup", "speed-up", 1.5, 1.05),),
+          pairs({"sink": (False,)}, {"sink": (True,)}, free=("sink_size",)), speed),
+    Claim("data_pipeline", "More data-pipeline workers and prefetch remove a data bottleneck that can cost "
+          "over 60% of throughput", "cells with workers 1 and more workers, otherwise equal (prefetch free)",
+          (Check("throughput_lost", "throughput lost with 1 worker", 0.6, 0.05, unit="pct"),
+           Check("data_share_after", "data share after", 0.1, 0.3, higher_is_better=False, unit="pct",
+                 required=False)),
+          pairs({"workers": (1,)}, {"workers": MANY_WORKERS}, free=("prefetch",)), pipeline_measure),
+    Claim("recompute", "Recompute cuts activation memory by 30-50% for about 20-33% more compute",
+          "cells with recompute none and selective/full, otherwise equal",
+          (Check("activation_cut", "activation memory cut", 0.3, 0.1, unit="pct"),
+           Check("extra_compute", "extra compute", 0.35, 0.6, higher_is_better=False, unit="pct")),
+          pairs({"recompute": ("none",)}, {"recompute": ("selective", "full")}), recompute_measure),
+    Claim("grad_accum", "Gradient accumulation reaches a larger batch's accuracy at the small batch's memory",
+          "three cells: batch b, batch b with grad_accum k, batch b*k, otherwise equal",
+          (Check("accuracy_gap_pp", "accuracy gap to the large batch", 1.0, 2.0, higher_is_better=False, unit="pp"),
+           Check("memory_vs_small", "memory vs the small batch", 1.25, 1.5, higher_is_better=False, unit="ratio")),
+          accumulation_triples, accumulation_measure),
+    Claim("data_parallel", "Data parallelism scales near-linearly to 8 devices",
+          "cells with devices 1 and 8, otherwise equal",
+          (Check("efficiency", "scaling efficiency at 8", 0.9, 0.7, unit="pct"),),
+          pairs({"devices": (1,)}, {"devices": (8,)}), scaling_measure),
+)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    target: str
+    verdict: str
+    evidence: tuple[Evidence, ...] = field(default=())
+
+
+def evaluate_claims(frame: pd.DataFrame) -> list[ClaimResult]:
+    """A verdict per claim and per target present in the frame (NO_DATA where no cells fit)."""
+    targets = sorted(frame["target"].dropna().unique()) if "target" in frame.columns else []
+    results = []
+    for claim in CLAIMS:
+        evidence = claim.evaluate(frame) if targets else []
+        for target in targets:
+            mine = tuple(e for e in evidence if e.target == target)
+            results.append(ClaimResult(claim, target, combine_verdicts([e.verdict for e in mine]), mine))
+    return results
+
+
+def summarize(result: ClaimResult) -> str:
+    """Numbers behind a verdict, per workload: the range of each check's values."""
+    if not result.evidence:
+        return f"no cells: needs {result.claim.needs}"
+    parts = []
+    for workload in sorted({e.workload for e in result.evidence}):
+        mine = [e for e in result.evidence if e.workload == workload]
+        shown = []
+        for check in result.claim.checks:
+            values = [e.values.get(check.name) for e in mine if e.values.get(check.name) is not None]
+            if not values:
+                shown.append(check.show(None))
+            elif min(values) == max(values):
+                shown.append(check.show(values[0]))
+            else:
+                shown.append(f"{check.show(min(values))}–{check.value_text(max(values))}")
+        parts.append(f"{workload}: " + ", ".join(shown))
+    return "; ".join(parts)
+
+
+def claims_table(results: list[ClaimResult]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "claim": r.claim.text, "target": r.target, "verdict": r.verdict,
+        "workloads": len({e.workload for e in r.evidence}), "numbers": summarize(r),
+        "cells": ", ".join(dict.fromkeys(c for e in r.evidence for c in e.cells)),
+    } for r in results], columns=["claim", "target", "verdict", "workloads", "numbers", "cells"])
+
+
+def evidence_table(results: list[ClaimResult]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for e in r.evidence:
+            rows.append({"claim": r.claim.key, "workload": e.workload, "target": e.target,
+                         "compared": " → ".join(e.labels), "verdict": e.verdict,
+                         "values": ", ".join(c.show(e.values.get(c.name)) for c in r.claim.checks),
+                         "cells": ", ".join(e.cells)})
+    return pd.DataFrame(rows, columns=["claim", "workload", "target", "compared", "verdict", "values", "cells"])
+
+
+def thresholds_table() -> pd.DataFrame:
+    return pd.DataFrame([{"claim": c.key, "check": k.rule()} for c in CLAIMS for k in c.checks],
+                        columns=["claim", "check"])

@@ -1,0 +1,47 @@
+"""`msbench report RUN_OR_DIR... [--html FILE] [--md FILE] [--baseline COMMIT|RUN]`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from msbench.errors import ConfigError
+from msbench.report.build import Options, build_report
+from msbench.report.load import load_inputs
+from msbench.report.render import html_page, markdown
+
+DEFAULT_DIR = Path("results/reports")
+TITLE = "msbench report"
+
+
+def write_report(inputs: list[str], html_path: str | None, md_path: str | None, options: Options) -> list[Path]:
+    """Load, analyse, render; without --html/--md both go to results/reports/report-<time>.*."""
+    if options.memory_cap_gib is not None and options.memory_cap_gib <= 0:
+        raise ConfigError("--memory-cap", options.memory_cap_gib, "a positive number of GiB")
+    if options.tolerance_pp < 0:
+        raise ConfigError("--accuracy-tolerance", options.tolerance_pp, "a number of pp >= 0")
+    loaded = load_inputs(inputs)
+    sections = build_report(loaded, options)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    preamble = [f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
+                f"{len(loaded.runs.records)} record(s) and {len(loaded.asv)} asv value(s)."]
+    if not html_path and not md_path:
+        html_path, md_path = str(DEFAULT_DIR / f"report-{stamp}.html"), str(DEFAULT_DIR / f"report-{stamp}.md")
+    written = []
+    for path, text in ((html_path, lambda: html_page(TITLE, sections, preamble)),
+                       (md_path, lambda: markdown(TITLE, sections, preamble))):
+        if path:
+            out = Path(path)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text(), encoding="utf-8")
+            written.append(out)
+    return written
+
+
+def report_command(args: argparse.Namespace) -> int:
+    options = Options(memory_cap_gib=args.memory_cap, tolerance_pp=args.accuracy_tolerance,
+                      baselines=tuple(args.baseline or ()))
+    for path in write_report(args.inputs, args.html, args.md, options):
+        print(path)
+    return 0

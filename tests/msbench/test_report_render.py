@@ -1,0 +1,166 @@
+"""`msbench report` end to end: files on disk in, a self-contained HTML and Markdown out; partial
+inputs, commit diffs and asv results."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_fixtures import claims_records, record  # noqa: E402
+
+from msbench.cli import main  # noqa: E402
+from msbench.report.asv import read_asv  # noqa: E402
+from msbench.report.build import Options, build_report  # noqa: E402
+from msbench.report.diff import asv_diff, order_diff, record_diff  # noqa: E402
+from msbench.report.load import load_inputs  # noqa: E402
+from msbench.store import RunStore  # noqa: E402
+
+SECTIONS = ["0. Inputs", "1. Knob effects", "2. Trade-offs", "3. Best settings", "4. Claims", "5. Commit diff"]
+
+
+def write_run(path: Path, records) -> Path:
+    store = RunStore(path)
+    for rec in records:
+        store.append(rec)
+    return path
+
+
+def report(tmp_path: Path, *inputs: str, extra: tuple[str, ...] = ()) -> tuple[str, str]:
+    html, md = tmp_path / "out" / "r.html", tmp_path / "out" / "r.md"
+    assert main(["report", *inputs, "--html", str(html), "--md", str(md), *extra]) == 0
+    return html.read_text(), md.read_text()
+
+
+def test_full_report_is_self_contained(tmp_path):
+    run = write_run(tmp_path / "runs" / "claims.jsonl",
+                    claims_records() + claims_records("model:ascend910a", scale=0.5))
+    html, md = report(tmp_path, str(run.parent), extra=("--memory-cap", "15"))
+    for title in SECTIONS:
+        assert title in html and f"## {title}" in md
+    assert html.count("data:image/png;base64,") >= 4
+    assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", html), "the HTML must not fetch anything"
+    assert "<script" not in html
+    # every linked cell id has its anchor in the appendix
+    ids = set(re.findall(r'href="#cell-([0-9a-f]{12})"', html))
+    assert ids and ids <= set(re.findall(r'id="cell-([0-9a-f]{12})"', html))
+    claims = md.split("## 4. Claims")[1].split("## 5.")[0]
+    assert claims.count("| holds") >= 12 and "model:ascend910a" in claims
+    assert "results of one commit only" in md
+
+
+@pytest.mark.parametrize("records, says", [
+    ([], "no msbench records"),
+    ([record(status="failed", reason="Traceback: boom")], "baseline cell is failed"),
+    ([record(thr=10.0, peak_gib=1.0)], "a single cell"),
+    ([record(thr=10.0, peak_gib=1.0), record(thr=20.0, peak_gib=1.0, amp_level="O2")], "no record has accuracy"),
+    ([record(thr=10.0), record(status="unsupported", reason="sink on CPU", sink=True)], "1 of 2 cells are not ok"),
+])
+def test_partial_inputs_say_what_is_missing(tmp_path, records, says):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    if records:
+        write_run(folder / "r.jsonl", records)
+    html, md = report(tmp_path, str(folder))
+    assert says in md and says in html
+    assert "no cells: needs" in md or not records
+
+
+def commit_pair():
+    before = claims_records(commit="a" * 40, started=1.0)
+    after = claims_records(commit="b" * 40, started=2.0, provenance={"numpy": "2.0.0"})
+    after = [r for r in after if r.cell.label != "sink=true"]
+    slower = next(r for r in after if r.cell.label == "base")
+    slower.metrics.throughput *= 0.8
+    faster = next(r for r in after if r.cell.label == "amp_level=O2")
+    faster.metrics.peak_memory_bytes //= 2
+    broken = next(r for r in after if r.cell.label == "workers=1")
+    after.remove(broken)
+    after.append(record(status="failed", reason="crash", commit="b" * 40, started=2.0, workers=1,
+                        provenance={"numpy": "2.0.0"}))
+    return before, after
+
+
+def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
+    before, after = commit_pair()
+    inputs = load_inputs([write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)])
+    sections = build_report(inputs, Options())
+    diff = next(s for s in sections if s.anchor == "diff")
+    table, env = diff.tables[0].frame, diff.tables[1].frame
+    regressed = table[table["change"] == "regressed"]
+    assert table["change"].iloc[: len(regressed)].eq("regressed").all()
+    status = regressed[regressed["metric"] == "status"].iloc[0]
+    assert status["before"] == "ok" and status["after"].startswith("failed")
+    thr = regressed[(regressed["metric"] == "throughput") & regressed["item"].str.contains(" base ")].iloc[0]
+    assert thr["delta"] == pytest.approx(-20.0)
+    mem = table[(table["metric"] == "peak_memory_bytes") & (table["change"] == "improved")].iloc[0]
+    assert "amp_level=O2" in mem["item"] and mem["delta"] == pytest.approx(-50.0, abs=0.01)
+    assert env.iloc[0]["key"] == "numpy" and env.iloc[0]["after"] == "2.0.0"
+    assert any("compares bbbbbbbbbb against aaaaaaaaaa" in n for n in sections[0].notes)
+    # sections 1-4 describe the newer commit only
+    effects = next(s for s in sections if s.anchor == "effects").tables[0].frame
+    assert "sink=true" not in set(effects["label"])
+
+
+def test_baseline_by_commit_and_by_path(tmp_path):
+    before, after = commit_pair()
+    a, b = write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)
+    _, md = report(tmp_path, str(a), str(b), extra=("--baseline", "aaaa"))
+    assert "regressed" in md and "| numpy" in md
+    _, md = report(tmp_path, str(b), extra=("--baseline", str(a)))
+    assert "commit baseline: the records in" in md and "| numpy" in md
+    _, md = report(tmp_path, str(b), extra=("--baseline", "ffff"))
+    assert "no records of that commit" in md
+
+
+def write_asv(root: Path) -> Path:
+    (root / "box").mkdir(parents=True)
+    (root / "benchmarks.json").write_text(json.dumps({
+        "bench.Model.track_throughput": {"param_names": ["cell"]},
+        "bench.Model.track_seconds_per_sample": {"param_names": ["cell"]}}))
+    columns = ["result", "params", "version", "started_at", "duration"]
+    for i, (commit, thr, sps) in enumerate((("1" * 40, [100.0, 50.0], [0.01, None]),
+                                            ("2" * 40, [80.0, 50.0], [0.005, 0.02]))):
+        data = {"commit_hash": commit, "env_name": "e", "date": 1000 + i, "params": {"machine": "box"},
+                "result_columns": columns, "version": 2, "results": {
+                    "bench.Model.track_throughput": [thr, [["'x'", "'y'"]], "v", 1, 1.0],
+                    "bench.Model.track_seconds_per_sample": [sps, [["'x'", "'y'"]], "v", 1, 1.0]}}
+        (root / "box" / f"{commit[:8]}-e.json").write_text(json.dumps(data))
+    return root
+
+
+def test_asv_results_are_read_and_diffed(tmp_path):
+    root = write_asv(tmp_path / "asv")
+    frame = read_asv(sorted((root / "box").glob("*.json")))
+    assert len(frame) == 8 and set(frame["status"]) == {"ok", "failed"}
+    assert frame[frame["params"] == "cell=x"]["value"].notna().all()
+    table = order_diff(asv_diff(frame, "1111", "2222", threshold=0.05, tolerance_pp=1.0))
+    changes = dict(zip(table["metric"] + "/" + table["item"].str[-8:], table["change"]))
+    assert changes["track_throughput/[cell=x]"] == "regressed"
+    assert changes["track_seconds_per_sample/[cell=x]"] == "improved"
+    assert changes["track_throughput/[cell=y]"] == "same"
+    assert table.iloc[0]["change"] == "regressed"
+    _, md = report(tmp_path, str(root))
+    assert "asv results" in md and "asv box" in md
+
+
+def test_bad_inputs_are_user_errors(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["report", str(tmp_path / "notes.txt")]) == 2
+    assert main(["report", str(tmp_path), "--memory-cap", "-1"]) == 2
+    assert "--memory-cap" in capsys.readouterr().err
+
+
+def test_default_output_paths(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "r.jsonl", [record(thr=1.0, peak_gib=1.0)])
+    assert main(["report", "r.jsonl"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert [Path(p).suffix for p in printed] == [".html", ".md"]
+    assert all((tmp_path / p).is_file() and p.startswith("results/reports/") for p in printed)
