@@ -59,13 +59,23 @@ def largest_transient(graph: OpGraph) -> int:
     return max((sum(t.nbytes for t in op.outputs) for op in graph.ops), default=0)
 
 
+def persistent_state_bytes(graph: OpGraph, settings: Settings) -> int:
+    """Optimizer states plus accumulation buffers (and BN statistics, loss scale...): every weight the
+    compiled graph holds beyond the trainable parameters when the graph reports it (`state_bytes`),
+    else the optimizer's parameter-sized buffers."""
+    if "state_bytes" in graph.meta:
+        return max(int(graph.meta["state_bytes"]) - graph.param_bytes, 0)
+    accumulation = graph.param_bytes if settings.grad_accum > 1 else 0
+    return OPTIMIZER_STATES[settings.optimizer] * graph.param_bytes + accumulation
+
+
 def estimate_memory(graph: OpGraph, settings: Settings, profile: HardwareProfile,
                     bytes_per_sample: float = 0.0) -> MemoryEstimate:
     mem = profile.memory
     params = graph.param_bytes
     grads = graph.param_bytes
-    states = OPTIMIZER_STATES[settings.optimizer] * graph.param_bytes
     accumulation = graph.param_bytes if settings.grad_accum > 1 else 0
+    states = max(persistent_state_bytes(graph, settings) - accumulation, 0)
     workspace = largest_transient(graph) + int(mem.workspace_mib * 2**20)
     queue = 0
     if settings.sink:

@@ -1,0 +1,44 @@
+"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json]`.
+
+One JSON object, keys sorted and floats rounded by `Prediction.to_dict`, so the bytes are the same
+across runs, processes, thread counts and machines for the same inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hardware.model.profile import load_profile
+from msbench.cell import Cell
+from msbench.cli import cell_from_args
+
+
+def prediction_json(cell: Cell) -> str:
+    """The prediction of `cell` (target `model:<profile>`) as canonical JSON."""
+    from hardware.model.target import predict_cell
+
+    profile = cell.target.partition(":")[2]
+    result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile)
+    body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
+            "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
+            **result.prediction.to_dict()}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    load_profile(args.hardware)                        # an unknown profile is a one-line error first
+    text = prediction_json(cell_from_args(args, f"model:{args.hardware}"))
+    if args.json:
+        print(text)
+        return 0
+    data = json.loads(text)
+    print(f"{data['workload']} ({data['preset']}) on {data['hardware']}: "
+          f"{data['step_time_s'] * 1e3:.3f} ms/step, {data['throughput']:.1f} samples/s "
+          f"({data['throughput_per_device']:.1f}/device), peak {data['peak_memory_bytes'] / 2**30:.2f} "
+          f"of {data['memory_capacity_bytes'] / 2**30:.2f} GiB{' (OOM)' if data['oom'] else ''}, "
+          f"{data['bound']}-bound, MFU {data['mfu']:.1%}")
+    for name, seconds in data["breakdown"].items():
+        if seconds:
+            print(f"  {name:<10} {seconds * 1e3:10.3f} ms")
+    return 0

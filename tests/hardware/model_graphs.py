@@ -1,0 +1,61 @@
+"""Small hand-built OpGraphs for unit tests of the pure prediction (the product path extracts real ones)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hardware.model.opgraph import DTYPE_BYTES, Op, OpGraph, TensorSpec
+
+
+@dataclass(frozen=True)
+class FakeHost:
+    per_sample_s: float = 0.0
+    bytes_per_sample: int = 0
+
+
+def tensor(shape: tuple[int, ...], dtype: str = "Float32") -> TensorSpec:
+    return TensorSpec(dtype, shape)
+
+
+def matmul(m: int, k: int, n: int, dtype: str = "Float32", phase: str = "forward") -> Op:
+    ins = (tensor((m, k), dtype), tensor((k, n), dtype))
+    out = (tensor((m, n), dtype),)
+    return Op(type="MatMul", scope="Default/net/dense", inputs=ins, outputs=out, flops=2 * m * k * n,
+              bytes=sum(t.nbytes for t in ins + out), unit="cube", phase=phase)
+
+
+def elementwise(shape: tuple[int, ...], dtype: str = "Float32", phase: str = "forward",
+                kind: str = "ReLU", group: int | None = None) -> Op:
+    t = tensor(shape, dtype)
+    return Op(type=kind, scope=f"Default/net/{kind}", inputs=(t,), outputs=(t,), flops=t.elements,
+              bytes=2 * t.nbytes, unit="vector", phase=phase, fusion_group=group)
+
+
+def graph(ops: list[Op], batch: int = 32, params: int = 1_000_000, activations: int = 0,
+          grad_accum: int = 1, **meta: Any) -> OpGraph:
+    return OpGraph(workload="hand", preset="test", batch_size=batch, grad_accum=grad_accum, ops=tuple(ops),
+                   param_count=params, param_bytes=params * DTYPE_BYTES["Float32"],
+                   activation_bytes=activations, meta=dict(meta))
+
+
+def mlp_step(batch: int, width: int = 1024, layers: int = 4, dtype: str = "Float32") -> OpGraph:
+    """A training step of an MLP: per layer a forward matmul + ReLU, two backward matmuls, an update."""
+    ops: list[Op] = []
+    for _ in range(layers):
+        ops += [matmul(batch, width, width, dtype), elementwise((batch, width), dtype)]
+    for _ in range(layers):
+        ops += [elementwise((batch, width), dtype, "backward", "ReluGrad"),
+                matmul(batch, width, width, dtype, "backward"), matmul(width, batch, width, dtype, "backward")]
+    ops += [elementwise((width, width), "Float32", "optimizer", "ApplyMomentum") for _ in range(layers)]
+    kept = layers * 2 * batch * width * (2 if dtype == "Float16" else 4)
+    return graph(ops, batch=batch, params=layers * width * width, activations=kept)
+
+
+def flops_of(g: OpGraph) -> int:
+    return sum(op.flops for op in g.ops)
+
+
+def elements(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)

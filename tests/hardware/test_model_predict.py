@@ -1,0 +1,237 @@
+"""The pure prediction, one mechanism at a time, on small hand-built graphs."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hardware.model.comm import allreduce_seconds, gradient_allreduce, level_groups
+from hardware.model.compute import cube_efficiency, gemm_dims, kernels, make_kernel
+from hardware.model.memory import estimate_memory
+from hardware.model.predict import canonical, predict
+from hardware.model.profile import load_profile
+from model_graphs import FakeHost, elementwise, graph, matmul, mlp_step  # noqa: E402
+from msbench.settings import Settings
+
+A, B, CPU = load_profile("ascend910a"), load_profile("ascend910b"), load_profile("cpu")
+GRAPH = Settings(mode="graph")
+
+
+def step(g, settings=GRAPH, profile=B, host=FakeHost()):
+    return predict(g, settings, profile, host)
+
+
+# --- compute -------------------------------------------------------------------------------------
+
+def test_cube_time_is_flops_over_rate_times_efficiency():
+    op = matmul(4096, 4096, 4096, "Float16")
+    k = make_kernel([op], B)
+    expected = op.flops / (B.cube.tflops_fp16 * 1e12 * B.cube.efficiency.at(4096))
+    assert k.compute_s == pytest.approx(expected) and not k.memory_bound
+
+
+def test_precision_rule_per_chip():
+    fp32, fp16 = matmul(2048, 2048, 2048, "Float32"), matmul(2048, 2048, 2048, "Float16")
+    # 910A runs fp32 matmuls in fp16 (allow_fp32_to_fp16): same Cube time as fp16.
+    assert make_kernel([fp32], A).compute_s == pytest.approx(make_kernel([fp16], A).compute_s)
+    # 910B keeps fp32 (must_keep_origin_dtype): the slower fp32 Cube rate.
+    ratio = make_kernel([fp32], B).compute_s / make_kernel([fp16], B).compute_s
+    assert ratio == pytest.approx(B.cube.tflops_fp16 / B.cube.tflops_fp32)
+
+
+def test_gemm_dims_and_tile_padding():
+    assert gemm_dims(matmul(64, 256, 32)) == (64, 32, 256)
+    # M = 1 wastes 15/16 of each 16-row tile.
+    assert cube_efficiency(matmul(1, 1024, 1024), B) == pytest.approx(cube_efficiency(matmul(16, 1024, 1024), B) / 16)
+
+
+def test_elementwise_is_memory_bound_and_scales_with_bytes():
+    small, big = make_kernel([elementwise((1024, 1024))], B), make_kernel([elementwise((8192, 1024))], B)
+    assert small.memory_bound and big.memory_bound
+    assert big.memory_s > 7 * small.memory_s
+
+
+def test_fusion_removes_intermediate_traffic_and_launches():
+    chain = [elementwise((4096, 1024), group=7, kind=k) for k in ("Add", "Mul", "ReLU")]
+    fused, unfused = kernels(chain, B), kernels([dataclasses.replace(op, fusion_group=None) for op in chain], B)
+    assert len(fused) == 1 and len(unfused) == 3
+    tensor = 4096 * 1024 * 4
+    assert fused[0].bytes == 3 * 2 * tensor - 2 * 2 * tensor       # only the chain's input and output remain
+    assert fused[0].time_s < sum(k.time_s for k in unfused) / 2
+    g_fused, g_unfused = graph(chain), graph([dataclasses.replace(op, fusion_group=None) for op in chain])
+    assert step(g_fused).detail["kernels"] == 1 and step(g_unfused).detail["kernels"] == 3
+    assert step(g_fused).step_time_s < step(g_unfused).step_time_s
+
+
+def test_amp_halves_traffic_and_speeds_up_910b():
+    fp32, fp16 = mlp_step(256, dtype="Float32"), mlp_step(256, dtype="Float16")
+    assert step(fp16).breakdown["forward"] < step(fp32).breakdown["forward"]
+
+
+# --- host: dispatch, round trips, data ----------------------------------------------------------
+
+def many_small_ops():
+    return graph([elementwise((64, 64)) for _ in range(500)])
+
+
+def test_dispatch_pynative_worse_than_kernel_by_kernel_worse_than_sink():
+    g = many_small_ops()
+    eager = step(g, Settings(mode="pynative"))
+    o0 = step(g, Settings(mode="graph", jit_level="O0"))
+    o2 = step(g, Settings(mode="graph", jit_level="O2"))
+    assert eager.step_time_s > o0.step_time_s > o2.step_time_s
+    assert eager.bound == "host"
+    # async host: a kernel costs max(device, dispatch) -> 500 tiny kernels cost 500 dispatches.
+    assert eager.breakdown["dispatch"] + sum(eager.breakdown[p] for p in ("forward",)) == pytest.approx(
+        500 * B.launch.pynative_us * 1e-6, rel=1e-6)
+
+
+def test_cpu_dispatch_adds_to_kernel_time():
+    g = many_small_ops()
+    p = step(g, Settings(mode="pynative"), CPU)
+    assert p.breakdown["dispatch"] == pytest.approx(500 * CPU.launch.pynative_us * 1e-6)
+
+
+def test_sink_amortises_the_round_trip():
+    g = graph([matmul(256, 1024, 1024)], steps_per_epoch=100)
+    plain = step(g, Settings(mode="graph"))
+    sunk = step(g, Settings(mode="graph", sink=True, sink_size=10))
+    epoch = step(g, Settings(mode="graph", sink=True))
+    assert plain.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6)
+    assert sunk.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 10)
+    assert epoch.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 100)
+
+
+def test_data_pipeline_overlaps_unless_prefetch_zero_and_scales_with_workers():
+    g = graph([matmul(256, 1024, 1024)], batch=256)
+    host = FakeHost(per_sample_s=1e-4)
+    total = 256 * 1e-4 / B.host.core_speed
+    overlapped = step(g, Settings(mode="graph", workers=1), host=host)
+    serial = step(g, Settings(mode="graph", workers=1, prefetch=0), host=host)
+    assert serial.breakdown["data"] == pytest.approx(total)
+    assert overlapped.breakdown["data"] == pytest.approx(total - (overlapped.step_time_s - overlapped.breakdown["data"]))
+    assert overlapped.bound == "data"
+    eight = step(g, Settings(mode="graph", workers=8, prefetch=0), host=host)
+    assert eight.breakdown["data"] == pytest.approx(total / 8)
+    capped = step(g, Settings(mode="graph", workers=64, prefetch=0), host=host)   # only 24 host cores per NPU
+    assert capped.breakdown["data"] == pytest.approx(total / B.host.cores_per_device)
+
+
+def test_cpu_data_pipeline_shares_the_cores():
+    g = graph([matmul(256, 1024, 1024)], batch=256)
+    p = step(g, Settings(mode="graph"), CPU, FakeHost(per_sample_s=1e-4))
+    assert p.breakdown["data"] == pytest.approx(256 * 1e-4)
+
+
+def test_gradient_accumulation_is_in_the_graph_not_multiplied():
+    one = mlp_step(64)
+    two = dataclasses.replace(one, grad_accum=2,
+                              ops=tuple(op for op in one.ops if op.phase != "optimizer") * 2
+                              + tuple(op for op in one.ops if op.phase == "optimizer"))
+    p1, p2 = step(one), step(two)
+    assert p2.breakdown["forward"] == pytest.approx(2 * p1.breakdown["forward"])
+    assert p2.breakdown["optimizer"] == pytest.approx(p1.breakdown["optimizer"])
+    assert p2.detail["samples_per_step"] == 2 * p1.detail["samples_per_step"]
+
+
+def test_recompute_ops_are_timed_once():
+    fwd = matmul(256, 1024, 1024)
+    g = graph([fwd, dataclasses.replace(fwd, phase="recompute")])
+    p = step(g)
+    assert p.breakdown["recompute"] == pytest.approx(p.breakdown["forward"])
+    assert p.detail["model_flops"] == fwd.flops          # MFU counts useful work only
+
+
+# --- communication ---------------------------------------------------------------------------
+
+def test_ring_allreduce_alpha_beta():
+    cpu = CPU.comm.levels[0]
+    s, p = 64 * 2**20, 4
+    expected = 2 * (p - 1) * cpu.latency_us * 1e-6 + 2 * (p - 1) / p * s / (cpu.gbps * 1e9 * CPU.comm.efficiency)
+    assert allreduce_seconds(s, p, CPU) == pytest.approx(expected)
+
+
+def test_topology_levels():
+    assert [(lv.name, p) for lv, p in level_groups(8, A.comm.levels)] == [("hccs", 4), ("pcie", 2)]
+    assert [(lv.name, p) for lv, p in level_groups(16, B.comm.levels)] == [("hccs", 8), ("roce", 2)]
+    # 910A's two groups over PCIe make an 8-chip all-reduce slower than 910B's full mesh.
+    assert allreduce_seconds(100e6, 8, A) > allreduce_seconds(100e6, 8, B)
+    assert allreduce_seconds(100e6, 1, A) == 0.0
+
+
+def test_buckets_overlap_backward():
+    grads = 400 * 2**20
+    hidden = gradient_allreduce(grads, 8, backward_s=10.0, profile=B)
+    exposed = gradient_allreduce(grads, 8, backward_s=0.0, profile=B)
+    assert hidden.buckets == 7
+    assert hidden.exposed_s == pytest.approx(allreduce_seconds(grads - 6 * 64 * 2**20, 8, B))
+    assert exposed.exposed_s == pytest.approx(exposed.total_s)
+
+
+def test_data_parallel_throughput_counts_all_devices():
+    g = mlp_step(256)
+    one, eight = step(g), step(g, Settings(mode="graph", devices=8))
+    assert eight.breakdown["comm"] > 0 and one.breakdown["comm"] == 0
+    assert eight.throughput == pytest.approx(8 * eight.throughput_per_device)
+    assert eight.throughput_per_device <= one.throughput_per_device
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+def test_model_states_per_optimizer_and_accumulation():
+    g = graph([matmul(8, 8, 8)], params=1_000_000, activations=5_000_000)
+    momentum = estimate_memory(g, Settings(optimizer="momentum"), B)
+    adam = estimate_memory(g, Settings(optimizer="adam"), B)
+    accum = estimate_memory(g, Settings(optimizer="adam", grad_accum=4), B)
+    assert (momentum.params, momentum.grads, momentum.optimizer_states) == (4_000_000, 4_000_000, 4_000_000)
+    assert adam.optimizer_states == 8_000_000 and accum.accumulation == 4_000_000
+    assert momentum.activations == 5_000_000
+    assert momentum.fragmentation == int((momentum.peak - momentum.fragmentation) * B.memory.fragmentation)
+
+
+def test_graph_reported_state_bytes_win():
+    g = graph([matmul(8, 8, 8)], params=1_000, state_bytes=4_000 * 3 + 64)
+    assert estimate_memory(g, Settings(), B).optimizer_states == 8_064
+
+
+def test_sink_queue_is_bounded():
+    g = graph([matmul(8, 8, 8)], batch=256)
+    m = estimate_memory(g, Settings(mode="graph", sink=True), B, bytes_per_sample=602_112)
+    assert m.data_queue == 2 * 10**9
+
+
+def test_oom_flips_as_batch_grows_on_910a():
+    verdicts = {b: step(mlp_step(b, width=4096, layers=8), GRAPH, A).oom for b in (256, 32768, 131072)}
+    assert verdicts == {256: False, 32768: False, 131072: True}
+
+
+# --- determinism -----------------------------------------------------------------------------
+
+def digest(p) -> str:
+    return hashlib.sha256(json.dumps(p.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def test_canonical_rounding():
+    assert canonical({"b": 0.1 + 0.2, "a": [1, True, None]}) == {"a": [1, True, None], "b": 0.3}
+
+
+def test_same_inputs_same_bytes_across_processes_and_threads():
+    here = digest(step(mlp_step(128), Settings(mode="graph", devices=8), A, FakeHost(1e-5, 1000)))
+    assert here == digest(step(mlp_step(128), Settings(mode="graph", devices=8), A, FakeHost(1e-5, 1000)))
+    code = ("import hashlib, json; from model_graphs import *; from hardware.model.predict import predict;"
+            "from hardware.model.profile import load_profile; from msbench.settings import Settings;"
+            "p = predict(mlp_step(128), Settings(mode='graph', devices=8), load_profile('ascend910a'), FakeHost(1e-5, 1000));"
+            "print(hashlib.sha256(json.dumps(p.to_dict(), sort_keys=True).encode()).hexdigest())")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "123",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.getcwd()])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == here
