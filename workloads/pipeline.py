@@ -45,6 +45,7 @@ class PipelineSpec:
     stages: list[MapStage] = field(default_factory=list)
     shuffle: bool = True
     per_batch: Callable | None = None    # optional per-batch map (e.g. YOLO target padding)
+    project: list[str] | None = None     # final column order (maps that add columns insert them mid-row)
 
 
 MINDRECORD_TYPES = {np.dtype("int32"): "int32", np.dtype("int64"): "int64",
@@ -141,6 +142,8 @@ def build_pipeline(spec: PipelineSpec, settings: Settings, batch_size: int, *, r
     for stage in spec.stages:
         data = data.map(operations=list(stage.operations), input_columns=stage.input_columns,
                         output_columns=stage.output_columns, num_parallel_workers=settings.workers)
+    if spec.project is not None:
+        data = data.project(spec.project)
     if spec.per_batch is not None:
         return data.batch(batch_size, drop_remainder=True, per_batch_map=spec.per_batch,
                           num_parallel_workers=settings.workers)

@@ -1,0 +1,220 @@
+"""The five Transformer workloads: one family class, three stacks, five published sizes.
+
+The stack decides the network, loss, data and columns; the size comes from presets.toml. Everything that
+touches MindSpore is imported inside methods, so listing workloads stays framework-free.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+import numpy as np
+
+from workloads.base import Workload
+from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
+from workloads.transformer import data
+from workloads.transformer.config import TransformerPreset
+from workloads.transformer.metrics import majority_accuracy, token_accuracy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mindspore import nn
+
+    from msbench.settings import Settings
+
+PRESETS_FILE = Path(__file__).with_name("presets.toml")
+DATA_VERSION = 1  # bump when the generated data changes (it keys the MindRecord files)
+
+
+@cache
+def published(name: str) -> dict[str, Any]:
+    """The published parameter count of a full network, its tolerance and source (presets.toml [published])."""
+    with open(PRESETS_FILE, "rb") as fh:
+        return tomllib.load(fh)["published"][name]
+
+
+def run_stages(row: dict[str, np.ndarray], stages: Sequence[MapStage]) -> dict[str, np.ndarray]:
+    """Apply the pipeline's map stages to one sample in numpy (evaluation and synthetic batches reuse them)."""
+    row = dict(row)
+    for stage in stages:
+        values: Any = tuple(row[c] for c in stage.input_columns)
+        for op in stage.operations:
+            values = op(*values)
+            values = values if isinstance(values, tuple) else (values,)
+        row.update(zip(stage.output_columns or stage.input_columns, values))
+    return row
+
+
+class TransformerWorkload(Workload):
+    """What the three stacks share: presets, pipeline, evaluation, chance level and recompute blocks."""
+
+    family: ClassVar[str] = "transformer"
+    preset_cls: ClassVar[type[TransformerPreset]] = TransformerPreset
+    presets_file: ClassVar[Path] = PRESETS_FILE
+    source_columns: ClassVar[list[str]]
+    input_columns: ClassVar[list[str]]
+    label_columns: ClassVar[list[str]]
+
+    # -- what a stack provides ------------------------------------------------------------------
+    def source(self, preset: TransformerPreset, split: str) -> SampleSource:
+        raise NotImplementedError
+
+    def stages(self, preset: TransformerPreset) -> list[MapStage]:
+        return []
+
+    def scored(self, outputs: Any, labels: Sequence[np.ndarray]) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+        """(extra metrics, headline predictions, headline labels) of one evaluation batch."""
+        return {}, np.asarray(outputs.asnumpy()).argmax(-1), labels[0]
+
+    # -- the Workload contract --------------------------------------------------------------------
+    def columns(self, preset: TransformerPreset) -> tuple[list[str], list[str]]:
+        return list(self.input_columns), list(self.label_columns)
+
+    def rows(self, preset: TransformerPreset, split: str, count: int | None = None) -> list[np.ndarray]:
+        """The first `count` samples of a split after the map stages, stacked per column (inputs, labels)."""
+        source, stages = self.source(preset, split), self.stages(preset)
+        count = len(source) if count is None else count
+        samples = [run_stages(dict(zip(self.source_columns, source[i % len(source)])), stages) for i in range(count)]
+        return [np.stack([s[c] for s in samples]) for c in self.input_columns + self.label_columns]
+
+    def synthetic_batch(self, preset: TransformerPreset, batch_size: int) -> Sequence[np.ndarray]:
+        return self.rows(preset, "train", batch_size)
+
+    def make_dataset(self, preset: TransformerPreset, split: str, settings: "Settings", batch_size: int,
+                     rank: int = 0, world: int = 1, workdir: Path | None = None):
+        source = self.source(preset, split)
+        key = f"{self.family}/{preset.task}/{split}/n{len(source)}/t{preset.seq_len}/v{preset.vocab_size}/d{DATA_VERSION}"
+        spec = PipelineSpec(source=source, columns=list(self.source_columns), source_key=key,
+                            stages=self.stages(preset), shuffle=split == "train",
+                            project=self.input_columns + self.label_columns)
+        return build_pipeline(spec, settings, batch_size, rank=rank, world=world, workdir=workdir)
+
+    def evaluate(self, network: "nn.Cell", preset: TransformerPreset) -> dict[str, float]:
+        import mindspore as ms
+
+        columns = self.rows(preset, "eval")
+        n_inputs, batch = len(self.input_columns), min(preset.batch_size, len(columns[0]))
+        was_training = network.training
+        network.set_train(False)
+        extras: dict[str, list[float]] = {}
+        predictions, labels = [], []
+        try:
+            for start in range(0, len(columns[0]) - batch + 1, batch):  # full batches: one compiled shape
+                part = [c[start:start + batch] for c in columns]
+                outputs = network(*(ms.Tensor(x) for x in part[:n_inputs]))
+                more, predicted, truth = self.scored(outputs, part[n_inputs:])
+                for key, value in more.items():
+                    extras.setdefault(key, []).append(value)
+                predictions.append(predicted)
+                labels.append(truth)
+        finally:
+            network.set_train(was_training)
+        result = {self.metric_name: token_accuracy(np.concatenate(predictions), np.concatenate(labels))}
+        result.update({key: float(np.mean(values)) for key, values in extras.items()})
+        return result
+
+    def chance(self, preset: TransformerPreset) -> float:
+        return majority_accuracy(self.rows(preset, "eval")[len(self.input_columns)])
+
+    def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
+        from workloads.transformer.layers import DecoderLayer, EncoderLayer
+
+        if full:
+            return [cell for _, cell in network.cells_and_names() if isinstance(cell, (EncoderLayer, DecoderLayer))]
+        return [cell for _, cell in network.cells_and_names() if getattr(cell, "recompute_selective", False)]
+
+
+class EncoderDecoderWorkload(TransformerWorkload):
+    """Vaswani et al.'s encoder-decoder on copy/reverse/sort (token accuracy, teacher-forced)."""
+
+    metric_name: ClassVar[str] = "token_accuracy"
+    source_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids", "labels"]
+    input_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids"]
+    label_columns: ClassVar[list[str]] = ["labels"]
+
+    def source(self, preset, split):
+        return data.SequenceTaskSource(preset, split)
+
+    def build_network(self, preset):
+        from workloads.transformer.network import EncoderDecoder
+
+        return EncoderDecoder(preset)
+
+    def build_loss(self, preset):
+        from workloads.transformer.network import TokenCrossEntropy
+
+        return TokenCrossEntropy()
+
+
+class BertWorkload(TransformerWorkload):
+    """BERT pre-training: masked LM (headline: accuracy on the masked tokens) and next-sentence prediction."""
+
+    metric_name: ClassVar[str] = "mlm_accuracy"
+    source_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "nsp_label"]
+    input_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "masked_positions"]
+    label_columns: ClassVar[list[str]] = ["masked_ids", "nsp_label"]
+
+    def source(self, preset, split):
+        return data.BertPairSource(preset, split)
+
+    def stages(self, preset):
+        return [MapStage([data.BertMasking(preset)], ["input_ids"], ["input_ids", "masked_positions", "masked_ids"])]
+
+    def scored(self, outputs, labels):
+        mlm_logits, nsp_logits = outputs
+        nsp = float((nsp_logits.asnumpy().argmax(-1) == labels[1]).mean())
+        return {"nsp_accuracy": nsp}, mlm_logits.asnumpy().argmax(-1), labels[0]
+
+    def build_network(self, preset):
+        from workloads.transformer.network import Bert
+
+        return Bert(preset)
+
+    def build_loss(self, preset):
+        from workloads.transformer.network import BertPretrainingLoss
+
+        return BertPretrainingLoss()
+
+
+class GPT2Workload(TransformerWorkload):
+    """GPT-2: next-token prediction on packed grammar documents (token accuracy)."""
+
+    metric_name: ClassVar[str] = "token_accuracy"
+    source_columns: ClassVar[list[str]] = ["input_ids", "labels"]
+    input_columns: ClassVar[list[str]] = ["input_ids"]
+    label_columns: ClassVar[list[str]] = ["labels"]
+
+    def source(self, preset, split):
+        return data.LanguageModelSource(preset, split)
+
+    def build_network(self, preset):
+        from workloads.transformer.network import GPT2
+
+        return GPT2(preset)
+
+    def build_loss(self, preset):
+        from workloads.transformer.network import TokenCrossEntropy
+
+        return TokenCrossEntropy()
+
+
+class TransformerBaseWorkload(EncoderDecoderWorkload):
+    name: ClassVar[str] = "transformer-base"
+
+
+class TransformerLargeWorkload(EncoderDecoderWorkload):
+    name: ClassVar[str] = "transformer-large"
+
+
+class BertBaseWorkload(BertWorkload):
+    name: ClassVar[str] = "bert-base"
+
+
+class BertLargeWorkload(BertWorkload):
+    name: ClassVar[str] = "bert-large"
+
+
+class GPT2SmallWorkload(GPT2Workload):
+    name: ClassVar[str] = "gpt2-small"
