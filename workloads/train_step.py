@@ -40,9 +40,14 @@ def micro_batch_size(preset: "Preset", settings: Settings) -> int:
     return settings.batch_size or preset.batch_size
 
 
+def step_batch_size(preset: "Preset", settings: Settings) -> int:
+    """Samples one call of the step cell takes on one device: all `grad_accum` micro-batches stacked."""
+    return micro_batch_size(preset, settings) * settings.grad_accum
+
+
 def global_samples_per_step(preset: "Preset", settings: Settings) -> int:
     """Samples consumed by one optimizer update over all devices and micro-batches."""
-    return micro_batch_size(preset, settings) * settings.grad_accum * settings.devices
+    return step_batch_size(preset, settings) * settings.devices
 
 
 def scaled_lr(preset: "Preset", settings: Settings) -> float:

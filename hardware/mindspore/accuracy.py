@@ -1,0 +1,143 @@
+"""Accuracy of a cell: train its workload's `tiny` preset for the preset's epochs with the cell's
+numerics knobs, on the CPU, then evaluate. Cached on disk by content key.
+
+Only the knobs that change the numbers are kept (`NUMERICS_KNOBS`); speed-only knobs (mode, jit,
+workers, sink...) are reset, so cells differing only in those share one run. Data parallelism over
+d devices is trained as d accumulated micro-batches in one process: the same samples per update,
+the same per-micro-batch BatchNorm statistics and the same averaged gradient.
+
+Runs in a child process (`python -m hardware.mindspore.accuracy`, cell JSON on stdin, result JSON
+on stdout) so that neither the real target's measured process nor the device model's is polluted
+by a second network, another global context, or its memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.cell import Cell
+from msbench.settings import Settings, make_settings
+
+NUMERICS_KNOBS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
+                  "lr_schedule", "seed")
+CACHE_KIND = "accuracy"
+RESULT_PREFIX = "MSBENCH_ACCURACY "
+SHARED_SOURCES = ("workloads/base.py", "workloads/pipeline.py", "workloads/train_step.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class AccuracyResult:
+    value: float | None                 # the workload's headline metric in [0, 1]; None when not computable
+    metric: str
+    reason: str | None = None           # why value is None
+    metrics: dict[str, float] = field(default_factory=dict)
+    losses: list[float] = field(default_factory=list)
+    epochs: int = 0
+    steps: int = 0
+    samples_seen: int = 0
+    key: str = ""
+    cached: bool = False
+
+
+def accuracy_settings(settings: Settings) -> Settings:
+    """The cell's numerics knobs, everything else at its default (graph mode: numerically identical
+    to PyNative on this backend, and faster)."""
+    knobs: dict[str, Any] = {k: getattr(settings, k) for k in NUMERICS_KNOBS}
+    knobs["grad_accum"] = settings.grad_accum * settings.devices
+    knobs["mode"] = "graph"
+    return make_settings(knobs)
+
+
+def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
+    """Always the tiny preset; the cell's preset overrides apply only when it is the tiny one."""
+    return "tiny", (dict(cell.overrides) if cell.preset == "tiny" else {})
+
+
+def workload_sources(workload: object) -> list[Path]:
+    import inspect
+
+    module_file = Path(inspect.getfile(type(workload)))
+    package = module_file.parent if module_file.parent.name != "workloads" else module_file
+    return [package, *(ROOT / p for p in SHARED_SOURCES), Path(__file__)]
+
+
+def accuracy_key(cell: Cell) -> str:
+    from hardware.mindspore.resolve import load_workload
+
+    workload = load_workload(cell.workload)
+    preset, overrides = accuracy_preset(cell)
+    return content_key("accuracy/1", metadata.version("mindspore"), cell.workload, preset, overrides,
+                       source_hash(workload_sources(workload)), accuracy_settings(cell.settings).non_default())
+
+
+def measure_accuracy(cell: Cell) -> AccuracyResult:
+    """Train and evaluate in this process (sets MindSpore's global context: call it in a child)."""
+    key = accuracy_key(cell)
+    hit = cache_get(CACHE_KIND, key)
+    if hit is not None:
+        return AccuracyResult(**{**hit, "cached": True})
+    result = train_and_evaluate(cell)
+    result.key = key
+    if result.value is not None:
+        cache_put(CACHE_KIND, key, asdict(result))
+    return result
+
+
+def train_and_evaluate(cell: Cell) -> AccuracyResult:
+    from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
+    from hardware.mindspore.resolve import load_workload
+    from workloads.train_step import step_batch_size, train
+
+    workload = load_workload(cell.workload)
+    settings = accuracy_settings(cell.settings)
+    preset_name, overrides = accuracy_preset(cell)
+    preset = workload.preset(preset_name, overrides)
+    reason = unsupported_reason(settings, "cpu")
+    if reason is None and step_batch_size(preset, settings) > preset.train_samples:
+        reason = (f"{step_batch_size(preset, settings)} samples per step exceed the {preset.train_samples} "
+                  f"training samples of {cell.workload}'s tiny preset")
+    if reason:
+        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}")
+    apply_context(plan_context(settings, "cpu"))
+    run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data")
+    metrics = {k: float(v) for k, v in workload.evaluate(run.network, preset).items()}
+    return AccuracyResult(value=metrics[workload.metric_name], metric=workload.metric_name, metrics=metrics,
+                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen)
+
+
+def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResult:
+    """`measure_accuracy` in a fresh process in a scratch directory (a cache hit needs no process)."""
+    hit = cache_get(CACHE_KIND, accuracy_key(cell))
+    if hit is not None:
+        return AccuracyResult(**{**hit, "cached": True})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    with tempfile.TemporaryDirectory(prefix="msbench-accuracy-") as scratch:
+        proc = subprocess.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
+                              capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"accuracy run of {cell.workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return AccuracyResult(**json.loads(lines[-1][len(RESULT_PREFIX):]))
+
+
+def main() -> int:
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    cell = Cell.from_dict(json.loads(sys.stdin.read()))
+    result = measure_accuracy(cell)
+    sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

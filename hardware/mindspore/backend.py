@@ -1,0 +1,138 @@
+"""Knobs -> MindSpore 2.10 API calls, per device; and the knobs a device cannot honour.
+
+`unsupported_reason` and `plan_context` are pure (no MindSpore import) so the runner's parent
+process can refuse a cell before starting a child, and so the Ascend/GPU configuration is unit-
+tested here on a CPU host. `apply_context` and `apply_jit` are the only places that touch
+MindSpore's global context. Facts cited are from shared/reference/mindspore-2.10-cpu.md.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from msbench.settings import Settings
+
+MS_DEVICE = {"cpu": "CPU", "ascend": "Ascend", "gpu": "GPU"}
+DEVICE_NODES = {"ascend": "/dev/davinci[0-9]*", "gpu": "/dev/nvidia[0-9]*"}
+CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-select failures measured on 2.10 CPU
+ISA_ENV = "ONEDNN_MAX_CPU_ISA"
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """Everything `apply_context` will set, as data: `device` for `ms.set_device`, `mode` for
+    `ms.set_context(mode=...)`, `jit_level` for `cell.set_jit_config(ms.JitConfig(jit_level=...))`
+    (None = leave MindSpore's default), `graph_kernel` for `ms.set_context(enable_graph_kernel=True)`,
+    `threads` for the CPU op thread pool, `env` set before the first kernel runs, and the dataset-sink
+    plan (`ms.data_sink(step, dataset, sink_size=...)`, Ascend/GPU only)."""
+
+    device: str
+    mode: str                       # "GRAPH_MODE" | "PYNATIVE_MODE"
+    jit_level: str | None
+    graph_kernel: bool
+    threads: int | None
+    sink: bool
+    sink_size: int
+    device_memory_counters: bool    # ms.runtime.max_memory_allocated is meaningful (not 0 as on the CPU)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def host_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def host_has_avx512(cpuinfo: str | None = None) -> bool:
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    return any(line.startswith("flags") and " avx512f" in line for line in cpuinfo.splitlines())
+
+
+def isa_env(cpuinfo: str | None = None) -> dict[str, str]:
+    """`ONEDNN_MAX_CPU_ISA=AVX2` on AVX-512 hosts: there oneDNN 3.10 picks a reference NCHW conv
+    (30-100x slower) for MindSpore's plain layouts. A value the user already set is kept."""
+    if ISA_ENV in os.environ:
+        return {ISA_ENV: os.environ[ISA_ENV]}
+    return {ISA_ENV: "AVX2"} if host_has_avx512(cpuinfo) else {}
+
+
+def device_present(device: str) -> bool:
+    return device == "cpu" or bool(glob.glob(DEVICE_NODES[device]))
+
+
+def unsupported_reason(settings: Settings, device: str, cpus: int | None = None,
+                       device_check: bool = True) -> str | None:
+    """Why `device` cannot honour these settings (None when it can). Nothing is measured as if applied."""
+    cpus = host_cpus() if cpus is None else cpus
+    if device_check and not device_present(device):
+        return f"device={device}: no {MS_DEVICE[device]} device on this host ({DEVICE_NODES[device]} absent)"
+    if settings.workers > cpus:
+        return (f"workers={settings.workers} exceeds the {cpus} CPUs of this host "
+                "(mindspore.dataset refuses num_parallel_workers > cpu count)")
+    if settings.prefetch == 0:
+        return ("prefetch=0: mindspore.dataset always prefetches at least one batch "
+                "(ds.config.set_prefetch_size needs >= 1), so no-prefetch cannot be measured")
+    if device != "cpu":
+        return None
+    if settings.sink:
+        return "sink=true: dataset sink is Ascend/GPU only; MindSpore 2.10 silently falls back to non-sink on CPU"
+    if settings.jit_level == "O1":
+        return ("jit_level=O1 on CPU: accepted but does no fusion (losses bit-identical to O0); "
+                "use graph_kernel=true for CPU fusion")
+    if settings.jit_level == "O2":
+        return "jit_level=O2 sinks the whole graph through GE, which exists on Ascend only"
+    if settings.optimizer in CPU_OPTIMIZERS_MISSING:
+        return (f"optimizer={settings.optimizer}: MindSpore 2.10 has no CPU kernel for "
+                f"{CPU_OPTIMIZERS_MISSING[settings.optimizer]} (kernel select fails)")
+    if settings.devices > cpus:
+        return (f"devices={settings.devices} exceeds the {cpus} CPUs of this host: data-parallel ranks "
+                "would share cores and measure contention, not scaling")
+    return None
+
+
+def plan_context(settings: Settings, device: str, threads: int | None = None) -> ContextPlan:
+    """The MindSpore configuration for a cell on a device (pure; see ContextPlan)."""
+    on_cpu = device == "cpu"
+    return ContextPlan(
+        device=MS_DEVICE[device],
+        mode="GRAPH_MODE" if settings.mode == "graph" else "PYNATIVE_MODE",
+        # On the CPU only O0 reaches here; elsewhere the level is set explicitly so it is on record.
+        jit_level=None if on_cpu else (settings.jit_level if settings.mode == "graph" else None),
+        graph_kernel=settings.graph_kernel,
+        threads=(threads or host_cpus()) if on_cpu else None,
+        sink=settings.sink,
+        sink_size=settings.sink_size,
+        device_memory_counters=not on_cpu,
+        env=isa_env() if on_cpu else {},
+    )
+
+
+def apply_context(plan: ContextPlan) -> None:
+    """Set MindSpore's global context for this (isolated) process."""
+    os.environ.update(plan.env)
+    import mindspore as ms
+
+    ms.set_device(plan.device)
+    ms.set_context(mode=getattr(ms, plan.mode))
+    if plan.graph_kernel:
+        ms.set_context(enable_graph_kernel=True)   # deprecated spelling, but jit O1 does not fuse on CPU
+    if plan.threads:
+        ms.device_context.cpu.op_tuning.threads_num(plan.threads)
+
+
+def apply_jit(cell: object, plan: ContextPlan) -> None:
+    """Per-cell jit level (the 2.10 replacement of `set_context(jit_config=...)`)."""
+    if plan.jit_level is None:
+        return
+    import mindspore as ms
+
+    cell.set_jit_config(ms.JitConfig(jit_level=plan.jit_level))  # type: ignore[attr-defined]

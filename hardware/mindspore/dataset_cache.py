@@ -1,0 +1,82 @@
+"""MindSpore's dataset cache server, started and stopped around a cell that sets `cache=true`.
+
+The `dataset-cache` binary ships in the venv's bin/. The server runs on a free port of its own (other
+runs on the host may have theirs on the default 50052); the client finds it through `MS_CACHE_PORT`
+(read by mindspore.dataset's CacheClient) and the session through the variable that
+workloads/pipeline.py reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+
+from workloads.pipeline import CACHE_SESSION_ENV
+
+PORT_ENV = "MS_CACHE_PORT"
+SESSION_LINE = re.compile(r"Session created for server on port (\d+): (\d+)")
+
+
+def cache_binary() -> Path:
+    return Path(sys.executable).with_name("dataset-cache")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class DatasetCacheServer:
+    """`with DatasetCacheServer(): ...` starts a server and a session, exports both, and stops it after."""
+
+    def __init__(self, log_dir: Path | None = None, workers: int = 1) -> None:
+        self.port = free_port()
+        self.workers = workers
+        self.log_dir = log_dir
+        self.session: int | None = None
+        self._saved: dict[str, str | None] = {}
+
+    def _admin(self, *args: str) -> str:
+        env = dict(os.environ)
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            env["GLOG_log_dir"] = str(self.log_dir)
+        proc = subprocess.run([str(cache_binary()), *args, "-p", str(self.port)], capture_output=True, text=True,
+                              timeout=60, env=env)
+        out = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise RuntimeError(f"dataset-cache {' '.join(args)} failed (exit {proc.returncode}): {out.strip()[-500:]}")
+        return out
+
+    def __enter__(self) -> "DatasetCacheServer":
+        self._admin("--start", "-w", str(self.workers))
+        try:
+            match = SESSION_LINE.search(self._admin("-g"))
+            if not match:
+                raise RuntimeError("dataset-cache -g printed no session id")
+            self.session = int(match.group(2))
+        except BaseException:
+            self._admin("--stop")
+            raise
+        for key, value in ((PORT_ENV, str(self.port)), (CACHE_SESSION_ENV, str(self.session))):
+            self._saved[key] = os.environ.get(key)
+            os.environ[key] = value
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        try:
+            if self.session is not None:
+                self._admin("-d", str(self.session))
+        finally:
+            self._admin("--stop")

@@ -1,0 +1,112 @@
+"""The measurement protocol and its statistics.
+
+First step (graph compile + one step) timed apart; `warmup_steps` more run unmeasured; then steps
+are measured until the relative 95% confidence interval of the median is below `ci_target`, or
+`time_budget_s` is spent, or `max_steps` are taken (never fewer than `min_steps`). The interval is
+the distribution-free one from order statistics (the median's rank is binomial(n, 1/2)), so no
+normality is assumed for step times, which are skewed by noisy neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hardware.mindspore.config import MeasureConfig
+from msbench.records import StepStats
+
+Z95 = 1.959964
+
+
+def median_ci95(samples: list[float]) -> tuple[float, float]:
+    """(lower, upper) 95% CI of the median by order statistics; the full range when n is too small."""
+    xs = sorted(samples)
+    n = len(xs)
+    half = Z95 * math.sqrt(n) / 2
+    lo = max(1, math.floor(n / 2 - half))          # 1-based ranks
+    hi = min(n, math.ceil(n / 2 + half) + 1)
+    return xs[lo - 1], xs[hi - 1]
+
+
+def step_stats(samples: list[float]) -> StepStats:
+    """median, IQR, CV (std/mean) and the relative half-width of the median's 95% CI."""
+    if len(samples) < 2:
+        raise ValueError(f"step_stats needs >= 2 samples, got {len(samples)}")
+    arr = np.asarray(samples, dtype=float)
+    median = float(np.median(arr))
+    q1, q3 = np.percentile(arr, [25, 75])
+    lo, hi = median_ci95(samples)
+    return StepStats(median=median, iqr=float(q3 - q1), cv=float(arr.std(ddof=1) / arr.mean()),
+                     ci95_rel=float((hi - lo) / 2 / median) if median > 0 else math.inf,
+                     samples=[float(x) for x in samples])
+
+
+@dataclass
+class Measurement:
+    """Timings of one measured run, in seconds. `compile_s` = first step minus the median step."""
+
+    first_step_s: float
+    stats: StepStats
+    data_s: float                      # median time waiting for the next batch (part of each step)
+    warmup: list[float] = field(default_factory=list)
+    stop_reason: str = ""
+    losses: list[float] = field(default_factory=list)
+
+    @property
+    def compile_s(self) -> float:
+        return max(0.0, self.first_step_s - self.stats.median)
+
+
+def stop_reason(samples: list[float], elapsed: float, config: MeasureConfig) -> str | None:
+    """Why to stop now (None: keep measuring)."""
+    n = len(samples)
+    if n < config.min_steps:
+        return None
+    if step_stats(samples).ci95_rel < config.ci_target:
+        return f"ci95_rel < {config.ci_target:g} after {n} steps"
+    if n >= config.max_steps:
+        return f"max_steps={config.max_steps} reached"
+    if elapsed >= config.time_budget_s:
+        return f"time budget {config.time_budget_s:g} s spent after {n} steps"
+    return None
+
+
+def measure_steps(fetch: Callable[[], tuple], step: Callable[..., object], config: MeasureConfig,
+                  clock: Callable[[], float] = time.perf_counter,
+                  stop: Callable[[list[float], float, MeasureConfig], str | None] = stop_reason) -> Measurement:
+    """Run the protocol. `fetch()` returns the next batch; `step(*batch)` returns a loss that must be
+    synchronised (`float(...)` of it blocks until the device is done). A step's time includes its fetch,
+    because the data knobs (workers, prefetch, cache) are part of what is measured."""
+
+    def one() -> tuple[float, float, float]:
+        t0 = clock()
+        batch = fetch()
+        t1 = clock()
+        loss = float(step(*batch).asnumpy())
+        t2 = clock()
+        return t2 - t0, t1 - t0, loss
+
+    first, _, loss = one()
+    losses = [loss]
+    warmup = []
+    for _ in range(config.warmup_steps):
+        seconds, _, loss = one()
+        warmup.append(seconds)
+        losses.append(loss)
+    samples: list[float] = []
+    waits: list[float] = []
+    start = clock()
+    while True:
+        seconds, wait, loss = one()
+        samples.append(seconds)
+        waits.append(wait)
+        losses.append(loss)
+        reason = stop(samples, clock() - start, config)
+        if reason:
+            break
+    return Measurement(first_step_s=first, stats=step_stats(samples), data_s=float(np.median(waits)),
+                       warmup=warmup, stop_reason=reason, losses=losses)

@@ -1,0 +1,104 @@
+"""One measured training session of a cell in this process (one rank of it when data-parallel).
+
+Sets the context, builds the step through workloads.train_step, feeds it from the workload's real
+dataset pipeline, runs the measurement protocol and the memory probes, and returns plain numbers.
+The caller (the target, or one msrun rank) turns them into a Record.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hardware.mindspore import memory
+from hardware.mindspore.backend import ContextPlan, apply_context, apply_jit, plan_context
+from hardware.mindspore.config import MeasureConfig
+from hardware.mindspore.measure import Measurement, measure_steps
+from hardware.mindspore.resolve import load_workload
+from msbench.cache import cache_dir
+from msbench.cell import Cell
+
+MS_OOM_MARKERS = ("Memory not enough", "Memory isn't enough", "alloc failed", "Allocate memory failed")
+
+
+@dataclass
+class SessionResult:
+    """Numbers of one session. `unsupported` is set (and nothing measured) when a knob had no effect."""
+
+    unsupported: str | None = None
+    measurement: Measurement | None = None
+    steps_per_call: int = 1                 # > 1 under dataset sink: one call runs a whole sink round
+    step_batch: int = 0                     # samples per device per optimizer update
+    global_samples: int = 0                 # samples per optimizer update, all devices
+    memory: memory.MemoryReport | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def is_mindspore_oom(err: BaseException) -> bool:
+    return isinstance(err, (MemoryError, RuntimeError)) and any(m in str(err) for m in MS_OOM_MARKERS)
+
+
+def pin_threads(plan: ContextPlan) -> dict[str, Any]:
+    """Pin the process to its CPU set and fix MindSpore's op thread count to it; both are recorded."""
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cpus)
+    return {"cpu_affinity": cpus, "op_threads": plan.threads,
+            "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+
+
+def sink_steps_per_call(plan: ContextPlan, epoch_steps: int) -> int:
+    """Optimizer steps per call of a `ms.data_sink` function: `sink_size`, or a whole epoch for -1."""
+    if not plan.sink:
+        return 1
+    return plan.sink_size if plan.sink_size > 0 else max(1, epoch_steps)
+
+
+def step_driver(plan: ContextPlan, cell: Any, data: Any) -> tuple[Callable[[], tuple], Callable[..., Any], int]:
+    """(fetch, step, steps per call). Without sink the host pulls each batch from the pipeline; with sink
+    (Ascend/GPU) `ms.data_sink` has the device pull `sink_size` batches per call."""
+    if plan.sink:
+        import mindspore as ms
+
+        per_call = sink_steps_per_call(plan, data.get_dataset_size())
+        return (lambda: ()), ms.data_sink(cell, data, sink_size=per_call), per_call
+    iterator = data.repeat().create_tuple_iterator(num_epochs=1)
+    return (lambda: next(iterator)), cell, 1
+
+
+def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0, world: int = 1) -> SessionResult:
+    """Build, measure and probe memory for `cell` on `device` in this process."""
+    from workloads.train_step import build_train_step
+
+    plan = plan_context(cell.settings, device)
+    apply_context(plan)
+    extra = pin_threads(plan)
+    workload = load_workload(cell.workload)
+    preset = workload.preset(cell.preset, cell.overrides)
+    with memory.PeakRSS() as rss:
+        step = build_train_step(workload, preset, cell.settings)
+        if cell.settings.recompute != "none" and step.recomputed_blocks == 0:
+            return SessionResult(unsupported=f"recompute={cell.settings.recompute}: {cell.workload} marks no "
+                                             "blocks to recompute, so the knob would change nothing")
+        apply_jit(step.cell, plan)
+        data = workload.make_dataset(preset, "train", cell.settings, step.step_batch, rank=rank, world=world,
+                                     workdir=cache_dir("datasets"))
+        fetch, run_step, per_call = step_driver(plan, step.cell, data)
+        if plan.device_memory_counters:
+            memory.device_counters_reset()
+        measurement = measure_steps(fetch, run_step, config)
+        device_peak = memory.device_max_allocated() if plan.device_memory_counters else None
+    pool_peak = None
+    if not plan.device_memory_counters and config.memory_profile_steps:
+        pool_peak = memory.profiled_pool_peak(lambda: run_step(*fetch()).asnumpy(), config.memory_profile_steps,
+                                              Path("profile") / f"rank{rank}")
+    extra.update(amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
+                 warmup_s=measurement.warmup, first_step_s=measurement.first_step_s,
+                 loss_first=measurement.losses[0], loss_last=measurement.losses[-1])
+    return SessionResult(measurement=measurement, steps_per_call=per_call, step_batch=step.step_batch,
+                         global_samples=step.global_samples,
+                         memory=memory.report(rss=rss, params=memory.parameter_bytes(step.cell), pool_peak=pool_peak,
+                                              device_peak=device_peak),
+                         extra=extra)

@@ -1,0 +1,104 @@
+"""`mindspore:<device>`: run a cell for real, every knob applied, in the runner's isolated child.
+
+`supports` runs in the runner's parent and never imports MindSpore; `run` runs in the child
+(`python -m msbench.worker`, scratch working directory), may set MindSpore's global context, and
+turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells go through msrun.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hardware.mindspore.backend import unsupported_reason
+from hardware.mindspore.config import MeasureConfig, check_device
+from hardware.mindspore.dataset_cache import cache_binary
+from msbench.cell import Cell
+from msbench.records import Metrics, Record, StepStats
+
+
+class MindSporeTarget:
+    isolate = True
+
+    def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None) -> None:
+        self.device = check_device(device)
+        self.name = f"mindspore:{device}"
+        self.accuracy = accuracy
+        self.config = config or MeasureConfig.from_env()
+
+    def supports(self, cell: Cell) -> str | None:
+        reason = unsupported_reason(cell.settings, self.device)
+        if reason is None and cell.settings.cache and not cache_binary().exists():
+            reason = f"cache=true needs MindSpore's dataset-cache server binary ({cache_binary()} is missing)"
+        return reason
+
+    def run(self, cell: Cell) -> Record:
+        from hardware.mindspore.session import is_mindspore_oom
+
+        reason = self.supports(cell)     # also checked here: `run` may be called without the runner
+        if reason:
+            return Record(cell=cell, status="unsupported", reason=reason)
+        try:
+            if cell.settings.devices > 1:
+                from hardware.mindspore.distributed import run_distributed
+
+                record = run_distributed(cell, self.device, self.config)
+            else:
+                record = self._run_local(cell)
+        except Exception as err:  # noqa: BLE001 - only MindSpore's OOM is turned into a record here
+            if is_mindspore_oom(err):
+                return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
+            raise
+        if record.status == "ok" and self.accuracy:
+            add_accuracy(record)
+        return record
+
+    def _run_local(self, cell: Cell) -> Record:
+        from hardware.mindspore.dataset_cache import DatasetCacheServer
+        from hardware.mindspore.session import run_session
+
+        if cell.settings.cache:
+            with DatasetCacheServer():
+                result = run_session(cell, self.device, self.config)
+        else:
+            result = run_session(cell, self.device, self.config)
+        if result.unsupported:
+            return Record(cell=cell, status="unsupported", reason=result.unsupported)
+        m = result.measurement
+        stats = per_step(m.stats, result.steps_per_call)
+        metrics = Metrics(
+            step_time_s=stats.median, step_time_stats=stats,
+            throughput=result.global_samples / stats.median,
+            throughput_per_device=result.step_batch / stats.median,
+            peak_memory_bytes=result.memory.headline_bytes, peak_memory_source=result.memory.source,
+            peak_memory_detail=result.memory.detail, compile_time_s=m.compile_s,
+            breakdown={"data_wait": m.data_s / result.steps_per_call,
+                       "compute": max(0.0, stats.median - m.data_s / result.steps_per_call)},
+            extra={**result.extra, "global_samples_per_step": result.global_samples,
+                   "steps_per_call": result.steps_per_call, "device": self.device},
+        )
+        return Record(cell=cell, status="ok", metrics=metrics)
+
+
+def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
+    """Stats of calls that each ran `steps_per_call` optimizer steps (dataset sink), per step."""
+    if steps_per_call == 1:
+        return stats
+    k = float(steps_per_call)
+    return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
+
+
+def add_accuracy(record: Record) -> None:
+    """Fill metrics.accuracy from the (cached) tiny-preset training run; the runner fills the delta."""
+    from hardware.mindspore.accuracy import accuracy_in_subprocess
+
+    result = accuracy_in_subprocess(record.cell)
+    record.metrics.accuracy_metric = result.metric
+    record.metrics.accuracy = result.value
+    info: dict[str, Any] = {"key": result.key, "cached": result.cached, "epochs": result.epochs,
+                            "steps": result.steps, "samples_seen": result.samples_seen}
+    if result.reason:
+        info["reason"] = result.reason
+    if result.losses:
+        info["loss_first"], info["loss_last"] = result.losses[0], result.losses[-1]
+    record.metrics.extra["accuracy_run"] = info
