@@ -1,4 +1,5 @@
-"""Child process of graph extraction: compile (never run) a MindSpore graph and parse its IR dump.
+"""Child processes of the device model, and graph extraction: compile (never run) a MindSpore graph
+and parse its IR dump.
 
 `python -m hardware.model.extract` reads one JSON request on stdin and writes the analysed graph
 as JSON to the request's `out` path. MindSpore reads `MS_DEV_SAVE_GRAPHS` once, at import, so the
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,35 @@ from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
 
 DUMP_PASS = "hwopt_common_final_graph"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Variables that would change what a child compiles or dumps; children start without them.
+UNCLEAN_ENV = ("MS_DEV_", "MS_COMPILER_CACHE", "MS_ENABLE_GRAPH_KERNEL")
+
+
+class ChildError(RuntimeError):
+    """A child process failed or timed out; the message carries its stderr tail."""
+
+
+def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run `python -m <module>` in a scratch directory (MindSpore writes rank_0/ etc. into the cwd)
+    with the request as JSON on stdin; the child writes its JSON answer to `request["out"]`, so
+    MindSpore's own prints never corrupt it. `request["dump_dir"]` is a fresh directory for IR dumps."""
+    with tempfile.TemporaryDirectory(prefix="msbench-child-") as tmp:
+        work = Path(tmp)
+        out = work / "result.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(UNCLEAN_ENV)}
+        env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+        request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
+        try:
+            proc = subprocess.run([sys.executable, "-m", module], input=json.dumps(request),
+                                  capture_output=True, text=True, cwd=work, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired as err:
+            raise ChildError(f"timed out after {timeout:.0f} s") from err
+        if proc.returncode != 0 or not out.exists():
+            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+            raise ChildError(f"failed (exit {proc.returncode}):\n{tail}")
+        return json.loads(out.read_text())
 
 
 def dump_env(dump_dir: Path) -> dict[str, str]:

@@ -9,10 +9,6 @@ changes the compiled graph.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from msbench.cache import cache_get, cache_put, content_key, source_hash
 from msbench.settings import Settings
+from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
 
 CACHE_KIND = "opgraph"
@@ -28,8 +25,9 @@ SCHEMA = 1                       # bump when the parser or the OpGraph layout ch
 # always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
 GRAPH_KNOBS = ("amp_level", "keep_batchnorm_fp32", "recompute", "batch_size", "grad_accum",
                "optimizer", "loss_scale", "lr_schedule")
-REPO = Path(__file__).resolve().parents[2]
 EXTRACT_TIMEOUT_S = 600.0
+# Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
+PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py"))
 
 
 class ExtractionError(RuntimeError):
@@ -44,7 +42,7 @@ def mindspore_version() -> str:
 
 
 def workload_sources(workload: str) -> list[Path]:
-    """The workload's package plus the shared step builder and pipeline: editing any changes the key."""
+    """The workload's package plus the shared step builder, base and pipeline: editing any changes the key."""
     from workloads.registry import WORKLOADS
 
     from msbench.errors import ConfigError
@@ -52,15 +50,16 @@ def workload_sources(workload: str) -> list[Path]:
     if workload not in WORKLOADS:
         raise ConfigError("workload", workload, ", ".join(WORKLOADS))
     module = WORKLOADS[workload].split(":")[0]
-    package = REPO / Path(*module.split(".")[:2])
+    package = REPO_ROOT / Path(*module.split(".")[:2])
+    shared = ("train_step.py", "base.py", "pipeline.py")
     return [package if package.is_dir() else package.with_suffix(".py"),
-            REPO / "workloads" / "train_step.py", REPO / "workloads" / "base.py"]
+            *(REPO_ROOT / "workloads" / name for name in shared)]
 
 
 def graph_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
     knobs = {k: getattr(settings, k) for k in GRAPH_KNOBS}
     return content_key("opgraph", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
-                       workload, preset, dict(overrides), knobs)
+                       source_hash(PARSER_SOURCES), workload, preset, dict(overrides), knobs)
 
 
 def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> OpGraph:
@@ -129,21 +128,8 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
 
 
 def run_extract(request: dict[str, Any], timeout: float = EXTRACT_TIMEOUT_S) -> dict[str, Any]:
-    """Run `python -m hardware.model.extract` in a scratch directory with a clean IR environment."""
-    with tempfile.TemporaryDirectory(prefix="msbench-ir-") as tmp:
-        work = Path(tmp)
-        out = work / "graph.json"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("MS_DEV_", "MS_COMPILER_CACHE", "MS_ENABLE_GRAPH_KERNEL"))}
-        env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-        request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
-        try:
-            proc = subprocess.run([sys.executable, "-m", "hardware.model.extract"], input=json.dumps(request),
-                                  capture_output=True, text=True, cwd=work, env=env, timeout=timeout)
-        except subprocess.TimeoutExpired as err:
-            raise ExtractionError(f"graph extraction timed out after {timeout:.0f} s") from err
-        if proc.returncode != 0 or not out.exists():
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            raise ExtractionError(f"graph extraction failed (exit {proc.returncode}):\n{tail}")
-        return json.loads(out.read_text())
+    """Compile and parse in `python -m hardware.model.extract` (clean IR environment, scratch cwd)."""
+    try:
+        return run_child("hardware.model.extract", request, timeout)
+    except ChildError as err:
+        raise ExtractionError(f"graph extraction {err}") from err

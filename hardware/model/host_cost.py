@@ -1,0 +1,136 @@
+"""Per-sample host cost of a workload's real `mindspore.dataset` pipeline, measured on this host.
+
+The device model scales it to a profile's host (`host_time.py`); here it is measured once per
+content key (MindSpore version, workload source, preset and overrides, data format, batch) by
+iterating `workload.make_dataset(...)` with one worker in a child process, and cached on disk.
+The result records this host's cores and CPU model, the reference the profiles scale from.
+
+Robustness: the first batch (pipeline start-up, thread spawn, MindRecord open) is excluded; the
+figure is the median over a few timed segments of whole batches, each at least `MIN_SAMPLES`
+samples, with prefetch 1 so a queue filled while idle cannot flatter the timing.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from hardware.model.extract import ChildError, run_child
+from hardware.model.graph import mindspore_version, workload_sources
+from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.settings import Settings
+
+CACHE_KIND = "host_cost"
+SCHEMA = 1
+REPEATS = 3                 # timed segments; the median is reported
+MIN_SAMPLES = 32            # samples per timed segment (at least two batches)
+TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """The measured host cost of one cell's data pipeline on this host (one worker)."""
+
+    seconds_per_sample: float          # median over the timed segments
+    bytes_per_sample: int              # bytes of one sample as the pipeline yields it (host -> device copy)
+    host_cores: int                    # logical CPUs of the measuring host
+    cpu_model: str                     # e.g. "AMD EPYC 9R14"
+    batch_size: int
+    segments_s_per_sample: tuple[float, ...]   # every timed segment, for the spread
+    samples_timed: int
+    key: str = ""
+
+    @property
+    def per_sample_s(self) -> float:
+        """The name `hardware.model.host_time.HostCostLike` reads."""
+        return self.seconds_per_sample
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "HostCost":
+        return cls(**{**data, "segments_s_per_sample": tuple(data["segments_s_per_sample"])})
+
+
+def host_cost_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
+    batch = settings.batch_size
+    return content_key("host_cost", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
+                       workload, preset, dict(overrides), settings.data_format, batch)
+
+
+def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> HostCost:
+    """The cell's per-sample host cost (cached; cold: one bounded measurement in a child process)."""
+    overrides = dict(overrides or {})
+    key = host_cost_key(workload, preset, overrides, settings)
+    cached = cache_get(CACHE_KIND, key)
+    if cached is not None:
+        return HostCost.from_dict(cached)
+    request = {"workload": workload, "preset": preset, "overrides": overrides,
+               "data_format": settings.data_format, "batch_size": settings.batch_size, "seed": settings.seed}
+    try:
+        measured = run_child("hardware.model.host_cost", request, TIMEOUT_S)
+    except ChildError as err:
+        raise RuntimeError(f"host-cost measurement of {workload}/{preset} {err}") from err
+    cost = HostCost(**{**measured, "segments_s_per_sample": tuple(measured["segments_s_per_sample"]), "key": key})
+    cache_put(CACHE_KIND, key, cost.to_dict())
+    return cost
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo, else what `platform` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Iterate the real pipeline (child side): warm-up batch, then `REPEATS` timed segments."""
+    from msbench.settings import make_settings
+    from workloads.registry import get_workload
+
+    wl = get_workload(request["workload"])
+    preset = wl.preset(request["preset"], request["overrides"])
+    batch = request["batch_size"] or preset.batch_size
+    settings = make_settings({"data_format": request["data_format"], "workers": 1, "prefetch": 1,
+                              "seed": request["seed"], "batch_size": batch})
+    per_segment = max(2, -(-MIN_SAMPLES // batch))                  # batches per timed segment
+    needed = 1 + REPEATS * per_segment
+    epoch_batches = max(1, preset.train_samples // batch)
+    dataset = wl.make_dataset(preset, "train", settings, batch, workdir=Path(request["dump_dir"]))
+    dataset = dataset.repeat(-(-needed // epoch_batches))
+    iterator = dataset.create_tuple_iterator(output_numpy=True, num_epochs=1)
+    first = next(iterator)                                          # start-up: not timed
+    bytes_per_sample = sum(column.nbytes for column in first) // batch
+    segments = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(per_segment):
+            next(iterator)
+        segments.append((time.perf_counter() - start) / (per_segment * batch))
+    return {"seconds_per_sample": statistics.median(segments), "bytes_per_sample": int(bytes_per_sample),
+            "host_cores": os.cpu_count() or 1, "cpu_model": cpu_model(), "batch_size": batch,
+            "segments_s_per_sample": segments, "samples_timed": REPEATS * per_segment * batch}
+
+
+def main() -> int:
+    import json
+
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    request = json.loads(sys.stdin.read())
+    Path(request["out"]).write_text(json.dumps(measure(request), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
