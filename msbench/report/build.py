@@ -8,10 +8,13 @@ from typing import Sequence
 
 import pandas as pd
 
+from msbench.asv_results import load_results
+from msbench.compare import FLAG_ORDER
 from msbench.report import best, claims, diff, effects, plots, tradeoffs
 from msbench.report.frame import GIB, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
 from msbench.report.section import Figure, Section, Table
+from msbench.tracked import ACCURACY_TOLERANCE_PP, cell_key
 
 CHANGE_THRESHOLD = 0.05
 CELL_COLUMNS = ["cell_id", "workload", "preset", "target", "label", "status", "throughput", "step_time_s",
@@ -21,18 +24,19 @@ CELL_COLUMNS = ["cell_id", "workload", "preset", "target", "label", "status", "t
 @dataclass(frozen=True)
 class Options:
     memory_cap_gib: float | None = None
-    tolerance_pp: float = 1.0
+    tolerance_pp: float = ACCURACY_TOLERANCE_PP
     baselines: tuple[str, ...] = ()
     threshold: float = CHANGE_THRESHOLD
 
 
 @dataclass(frozen=True)
 class Sides:
-    """The records the report describes (`now`) and, for the commit diff, the ones before."""
+    """The records the report describes (`now`), the ones before them for the commit diff, and the
+    asv results directories with the two asv commits to compare."""
 
     now: RecordSet
     before: RecordSet | None
-    asv: pd.DataFrame
+    asv_dirs: tuple[Path, ...]
     asv_commits: tuple[str, str] | None
     notes: tuple[str, ...]
 
@@ -42,39 +46,47 @@ def short(commit: str) -> str:
 
 
 def choose_sides(inputs: Inputs, baselines: Sequence[str]) -> Sides:
+    """--baseline PATH: those records are 'before'; --baseline COMMIT: that commit's records among the
+    inputs; neither: the second-newest commit when the inputs hold several. 'now' is the newest."""
     notes: list[str] = []
-    runs, asv = inputs.runs, inputs.asv
+    runs, asv_dirs = inputs.runs, list(inputs.asv_dirs)
     paths = [b for b in baselines if Path(b).exists()]
-    commits = [b for b in baselines if not Path(b).exists()]
+    commit = next((b for b in baselines if not Path(b).exists()), None)
     before: RecordSet | None = None
     if paths:
         loaded = load_inputs(paths)
         before = loaded.runs
-        asv = pd.concat([asv, loaded.asv], ignore_index=True) if not loaded.asv.empty else asv
+        asv_dirs += [d for d in loaded.asv_dirs if d not in asv_dirs]
         notes.append(f"commit baseline: the records in {', '.join(paths)}")
     present = runs.commits()
-    if commits:
-        wanted = commits[0]
-        before = runs.of_commit(wanted)
+    if commit:
+        before = runs.of_commit(commit)
         if not before.records:
-            notes.append(f"--baseline {wanted}: no records of that commit among the inputs "
+            notes.append(f"--baseline {commit}: no records of that commit among the inputs "
                          f"(commits present: {', '.join(map(short, present)) or 'none'})")
             before = None
-        present = [c for c in present if not c.startswith(wanted)]
+        present = [c for c in present if not c.startswith(commit)]
     elif before is None and len(present) >= 2:
         before = runs.of_commit(present[-2])
         notes.append(f"the inputs hold {len(present)} commits; the diff compares {short(present[-1])} "
                      f"against {short(present[-2])}")
-    now = runs.of_commit(present[-1]) if len(runs.commits()) > 1 and present else runs
+    now = runs
     if len(runs.commits()) > 1 and present:
+        now = runs.of_commit(present[-1])
         notes.append(f"sections 1-4 describe commit {short(present[-1])}")
-    asv_commits = None
-    if not asv.empty:
-        order = asv.sort_values(["date"]).drop_duplicates("commit")["commit"].tolist()
-        old = next((c for c in order if commits and c.startswith(commits[0])), order[-2] if len(order) > 1 else None)
-        if old is not None and order[-1] != old:
-            asv_commits = (old, order[-1])
-    return Sides(now, before, asv, asv_commits, tuple(notes))
+    asv_commits = diff.asv_sides(asv_dirs, commit) if asv_dirs else None
+    return Sides(now, before, tuple(asv_dirs), asv_commits, tuple(notes))
+
+
+def asv_summary(dirs: Sequence[Path]) -> pd.DataFrame:
+    """The newest commit's asv values (current benchmark versions only)."""
+    values = [v for d in dirs for v in load_results(d) if v.current]
+    if not values:
+        return pd.DataFrame()
+    newest = diff.asv_commit_order(dirs)[-1]
+    return pd.DataFrame([{"machine": v.machine, "commit": short(v.commit), "benchmark": v.benchmark,
+                          "params": ", ".join(f"{k}={p}" for k, p in v.params), "value": v.value,
+                          "status": v.status} for v in values if v.commit == newest])
 
 
 def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
@@ -104,10 +116,8 @@ def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
             notes.append("no record has a time breakdown (the device model fills it): 'component that moved' is empty")
         if len(frame) == 1:
             notes.append("a single cell: there is nothing to compare it with")
-    if not sides.asv.empty:
-        latest = sides.asv.sort_values("date").groupby(["machine", "benchmark", "params"], sort=True).last().reset_index()
-        tables.append(Table("asv results (latest commit per benchmark)",
-                            latest[["machine", "commit", "benchmark", "params", "value", "status"]]))
+    if sides.asv_dirs:
+        tables.append(Table("asv results of the newest commit", asv_summary(sides.asv_dirs)))
     intro = (f"Read {len(inputs.sources)} file(s): {', '.join(inputs.sources) or 'none'}. "
              f"Accuracy tolerance {options.tolerance_pp:g} pp; memory cap "
              f"{'%g GiB' % options.memory_cap_gib if options.memory_cap_gib is not None else 'the device capacity'}.")
@@ -166,29 +176,29 @@ def claims_section(frame: pd.DataFrame) -> Section:
 
 
 def diff_section(sides: Sides, options: Options) -> Section:
-    parts, notes = [], []
+    rows, notes = [], []
     env = pd.DataFrame()
     if sides.before is not None:
-        parts.append(diff.record_diff(sides.before, sides.now, options.threshold, options.tolerance_pp))
+        rows += diff.run_rows(sides.before, sides.now, options.threshold, options.tolerance_pp)
         env = diff.environment_diff(sides.before.records, sides.now.records)
-        common = {r.cell_id for r in sides.before.records} & {r.cell_id for r in sides.now.records}
-        if not common:
-            notes.append("the two commits share no cell ids: nothing to compare")
+        if not {r.cell_id for r in sides.before.records} & {r.cell_id for r in sides.now.records}:
+            notes.append("the two sides share no cell: nothing to compare")
         if env.empty:
             notes.append("no environment difference in the records' provenance")
     if sides.asv_commits:
-        parts.append(diff.asv_diff(sides.asv, *sides.asv_commits, options.threshold, options.tolerance_pp))
+        rows += diff.asv_rows(sides.asv_dirs, *sides.asv_commits, options.threshold, options.tolerance_pp)
         notes.append(f"asv: {short(sides.asv_commits[1])} against {short(sides.asv_commits[0])}")
-    if not parts:
+    if sides.before is None and not sides.asv_commits:
         notes.append("results of one commit only: give two commits' results (or --baseline COMMIT|RUN) for a diff")
-    table = diff.order_diff(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame(columns=diff.DIFF_COLUMNS)
+    ids = {cell_key(r.cell): r.cell_id for r in [*sides.now.records, *(sides.before.records if sides.before else ())]}
+    table = diff.diff_frame(sorted(rows, key=lambda r: FLAG_ORDER[r.flag]), ids)
     if not table.empty:
-        counts = table["change"].value_counts()
-        notes.append(f"{counts.get('regressed', 0)} regressed, {counts.get('improved', 0)} improved, "
-                     f"{counts.get('same', 0)} within {options.threshold:.0%} / {options.tolerance_pp:g} pp")
+        counts = table["flag"].replace("", "within threshold").value_counts()
+        notes.append(", ".join(f"{n} {flag}" for flag, n in counts.items()) +
+                     f" (threshold {options.threshold:.0%}, accuracy {options.tolerance_pp:g} pp)")
     figures = [Figure("Largest changes", png) for png in [plots.diff_bars(table)] if png]
-    intro = ("Direction-aware: throughput and accuracy higher is better; step time, compile time and memory "
-             "lower is better. Regressions first.")
+    intro = ("Direction-aware (msbench.tracked): throughput and accuracy higher is better, seconds per sample "
+             "and peak memory lower is better; 'lost' = measured before, not ok now. Regressions first.")
     return Section("5. Commit diff", intro, tuple(notes),
                    (Table("Changes", table, links=("cell_id",)), Table("Environment difference", env)),
                    tuple(figures), "diff")

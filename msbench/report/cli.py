@@ -25,7 +25,7 @@ def write_report(inputs: list[str], html_path: str | None, md_path: str | None, 
     sections = build_report(loaded, options)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     preamble = [f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
-                f"{len(loaded.runs.records)} record(s) and {len(loaded.asv)} asv value(s)."]
+                f"{len(loaded.runs.records)} record(s) and {len(loaded.asv_dirs)} asv results directory(ies)."]
     if not html_path and not md_path:
         html_path, md_path = str(DEFAULT_DIR / f"report-{stamp}.html"), str(DEFAULT_DIR / f"report-{stamp}.md")
     written = []

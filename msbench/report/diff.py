@@ -1,99 +1,78 @@
-"""Commit diff: the same cells (and asv benchmarks) at two commits, direction-aware, regressions first.
+"""Commit diff: the same cells at two commits, direction-aware, regressions first, with the
+environment difference from the records' provenance.
 
-Throughput and accuracy are higher-is-better, times and memory lower-is-better (asv's own compare
-assumes lower for everything). A relative change beyond `threshold` counts; accuracy (and any
-metric in pp) is compared in percentage points against the accuracy tolerance. A cell that was ok
-and is no longer ok is a regression whatever its numbers.
+The comparison itself is `msbench.compare` (the metrics and directions of `msbench.tracked`), so
+the report and `msbench compare` can never disagree; this module only picks the two sides (run
+records split by the report, or two asv commits) and adds the environment difference.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from msbench.asv_results import read_json, result_files
+from msbench.compare import Observation, Row, asv_observations, compare
 from msbench.records import Record
 from msbench.report.load import RecordSet
+from msbench.tracked import TRACKED, cell_key, tracked_values
 
-# metric -> +1 higher is better, -1 lower is better
-RECORD_METRICS: dict[str, int] = {"throughput": 1, "step_time_s": -1, "peak_memory_bytes": -1,
-                                  "accuracy": 1, "compile_time_s": -1}
-DIFF_COLUMNS = ["change", "source", "item", "metric", "before", "after", "delta", "unit", "cell_id"]
-ORDER = {"regressed": 0, "improved": 1, "same": 2}
+DIFF_COLUMNS = ["flag", "source", "workload", "variant", "target", "metric", "before", "after", "change",
+                "direction", "cell_id"]
 ENV_FIRST = ("mindspore", "numpy", "cpu.flags", "python", "cpu.model", "env.ONEDNN_MAX_CPU_ISA")
 IGNORED_PROVENANCE = ("started", "commit", "dirty")
+BEFORE, AFTER = "before", "after"
 
 
-def direction_of(name: str) -> int:
-    lowered = name.lower()
-    if any(w in lowered for w in ("drop", "loss", "error", "time", "seconds", "memory", "peak", "bytes")):
-        return -1
-    return 1 if any(w in lowered for w in ("throughput", "accuracy", "samples_per", "speedup")) else -1
+def run_rows(before: RecordSet, after: RecordSet, threshold: float, tolerance_pp: float) -> list[Row]:
+    """Compare two sets of records whatever their commits (the sides are named, not hashed)."""
+    observations = [Observation("runs", side, cell_key(rec.cell), name, value if rec.status == "ok" else None,
+                                rec.status)
+                    for side, runs in ((BEFORE, before), (AFTER, after)) for rec in runs.records
+                    for name, value in tracked_values(rec.metrics).items()]
+    return compare(observations, BEFORE, AFTER, threshold, tolerance_pp)
 
 
-def judge(name: str, before: float, after: float, direction: int, threshold: float,
-          tolerance_pp: float) -> tuple[str, float, str]:
-    """(change, delta, unit): pp metrics by absolute difference, the rest by relative change."""
-    if name == "accuracy" or name.endswith("_pp"):
-        delta = (after - before) * (100.0 if name == "accuracy" else 1.0)
-        limit, unit = tolerance_pp, "pp"
-    else:
-        if before == 0:
-            return ("same" if after == 0 else ("improved" if direction * after > 0 else "regressed")), float("nan"), "%"
-        delta = (after / before - 1.0) * 100.0
-        limit, unit = threshold * 100.0, "%"
-    goodness = direction * delta
-    change = "improved" if goodness > limit else "regressed" if goodness < -limit else "same"
-    return change, delta, unit
+def asv_commit_order(dirs: Sequence[Path]) -> list[str]:
+    """Commits with asv results, oldest first by the commit date asv stores."""
+    dates: dict[str, float] = {}
+    for folder in dirs:
+        for _, path in result_files(folder):
+            data = read_json(path)
+            if "commit_hash" in data:
+                dates[data["commit_hash"]] = float(data.get("date") or 0)
+    return sorted(dates, key=lambda c: (dates[c], c))
 
 
-def record_diff(before: RecordSet, after: RecordSet, threshold: float, tolerance_pp: float) -> pd.DataFrame:
-    rows = []
-    old = {r.cell_id: r for r in before.records}
-    for rec in after.records:
-        prev = old.get(rec.cell_id)
-        if prev is None:
-            continue
-        item = f"{rec.cell.workload} {rec.cell.label} on {rec.cell.target}"
-        common = {"source": "run", "item": item, "cell_id": rec.cell_id}
-        if prev.status != rec.status:
-            change = "regressed" if prev.status == "ok" else "improved" if rec.status == "ok" else "same"
-            rows.append({**common, "change": change, "metric": "status", "before": prev.status,
-                         "after": rec.status if rec.status == "ok" else f"{rec.status}: {rec.reason or ''}",
-                         "delta": float("nan"), "unit": ""})
-            continue
-        for name, direction in RECORD_METRICS.items():
-            a, b = getattr(prev.metrics, name), getattr(rec.metrics, name)
-            if a is None or b is None:
-                continue
-            change, delta, unit = judge(name, float(a), float(b), direction, threshold, tolerance_pp)
-            rows.append({**common, "change": change, "metric": name, "before": a, "after": b,
-                         "delta": delta, "unit": unit})
-    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+def asv_sides(dirs: Sequence[Path], baseline: str | None) -> tuple[str, str] | None:
+    """(before, after): the given baseline commit (prefix) or the one before the newest, and the newest."""
+    order = asv_commit_order(dirs)
+    if len(order) < 2:
+        return None
+    after = order[-1]
+    before = next((c for c in order if baseline and c.startswith(baseline)), None) if baseline else order[-2]
+    return None if before is None or before == after else (before, after)
 
 
-def asv_diff(frame: pd.DataFrame, before: str, after: str, threshold: float, tolerance_pp: float) -> pd.DataFrame:
-    ok = frame[frame["status"] == "ok"]
-    a = ok[ok["commit"].str.startswith(before)].set_index(["machine", "benchmark", "params"])["value"]
-    b = ok[ok["commit"].str.startswith(after)].set_index(["machine", "benchmark", "params"])["value"]
-    rows = []
-    for key in a.index.intersection(b.index):
-        machine, bench, params = key
-        name = bench.rsplit(".", 1)[-1]
-        change, delta, unit = judge(name, float(a[key]), float(b[key]), direction_of(name), threshold, tolerance_pp)
-        rows.append({"change": change, "source": f"asv {machine}", "item": f"{bench} [{params}]", "metric": name,
-                     "before": a[key], "after": b[key], "delta": delta, "unit": unit, "cell_id": ""})
-    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+def asv_rows(dirs: Sequence[Path], before: str, after: str, threshold: float, tolerance_pp: float) -> list[Row]:
+    observations = [o for d in dirs for o in asv_observations(d)]
+    return compare(observations, before, after, threshold, tolerance_pp)
 
 
-def order_diff(frame: pd.DataFrame) -> pd.DataFrame:
-    """Regressions first (worst first), then improvements (best first), then unchanged."""
-    if frame.empty:
-        return frame
-    worst = frame["delta"].abs().fillna(float("inf"))
-    return (frame.assign(_order=frame["change"].map(ORDER), _size=-worst)
-            .sort_values(["_order", "_size", "item", "metric"], kind="stable")
-            .drop(columns=["_order", "_size"]).reset_index(drop=True))
+def diff_frame(rows: Iterable[Row], ids: Mapping[tuple[str, str, str], str]) -> pd.DataFrame:
+    """Rows as a frame: change in % (relative metrics) or pp, with the cell id where one is known."""
+    out = []
+    for row in rows:
+        data = asdict(row)
+        if row.change is not None and not TRACKED[row.metric].absolute:
+            data["change"] = row.change * 100.0
+        data["metric"] = f"{row.metric} ({'pp' if TRACKED[row.metric].absolute else '%'})"
+        data["cell_id"] = ids.get((row.workload, row.variant, row.target), "")
+        out.append(data)
+    return pd.DataFrame(out, columns=DIFF_COLUMNS)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -128,9 +107,8 @@ def environment_diff(before: Iterable[Record], after: Iterable[Record]) -> pd.Da
             continue
         detail = ""
         if key == "cpu.flags":
-            gone = set(" ".join(a).split()) - set(" ".join(b).split())
-            added = set(" ".join(b).split()) - set(" ".join(a).split())
-            detail = " ".join([*(f"+{f}" for f in sorted(added)), *(f"-{f}" for f in sorted(gone))])
+            was, now = set(" ".join(a).split()), set(" ".join(b).split())
+            detail = " ".join([*(f"+{f}" for f in sorted(now - was)), *(f"-{f}" for f in sorted(was - now))])
         rows.append({"key": key, "before": " | ".join(sorted(a)) or "(absent)",
                      "after": " | ".join(sorted(b)) or "(absent)", "difference": detail})
     return pd.DataFrame(rows, columns=["key", "before", "after", "difference"])

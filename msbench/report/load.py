@@ -16,7 +16,7 @@ from msbench.cell import canonical_json
 from msbench.errors import UserError
 from msbench.settings import DEFAULTS
 from msbench.records import Metrics, Record
-from msbench.report.asv import ASV_COLUMNS, is_asv_results, read_asv
+from msbench.compare import find_sources
 from msbench.store import load_records, records_frame
 
 UNKNOWN_COMMIT = "unknown"
@@ -58,7 +58,7 @@ class RecordSet:
 @dataclass(frozen=True)
 class Inputs:
     runs: RecordSet
-    asv: pd.DataFrame
+    asv_dirs: tuple[Path, ...]         # asv results directories (holding benchmarks.json)
     sources: tuple[str, ...]
 
 
@@ -76,27 +76,26 @@ def latest_per_cell(records: Iterable[Record]) -> list[Record]:
 
 
 def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
-    """(run files, asv results files) under the given files and directories."""
+    """(run files, asv results directories) under the given files and directories."""
     runs: list[Path] = []
     asv: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            runs.extend(sorted(path.rglob("*.jsonl")))
-            asv.extend(p for p in sorted(path.rglob("*.json")) if is_asv_results(p))
+            dirs, files = find_sources(path)
+            asv.extend(d for d in dirs if d not in asv)
+            runs.extend(files)
         elif path.is_file() and path.suffix == ".jsonl":
             runs.append(path)
-        elif path.is_file() and is_asv_results(path):
-            asv.append(path)
         elif path.exists():
-            raise UserError(f"input={str(path)!r} is neither a run file (*.jsonl) nor an asv results file")
+            raise UserError(f"input={str(path)!r} is not allowed; allowed: run files (*.jsonl) and directories "
+                            "(of runs, or an asv results directory holding benchmarks.json)")
         else:
-            raise UserError(f"input={str(path)!r} does not exist; allowed: run files, directories, asv results")
+            raise UserError(f"input={str(path)!r} does not exist; allowed: run files and directories")
     return runs, asv
 
 
 def load_inputs(paths: Sequence[str | Path]) -> Inputs:
     runs, asv = find_files(paths)
     records = load_records(runs) if runs else []
-    return Inputs(RecordSet.of(records), read_asv(asv) if asv else pd.DataFrame(columns=ASV_COLUMNS),
-                  tuple(str(p) for p in [*runs, *asv]))
+    return Inputs(RecordSet.of(records), tuple(asv), tuple(str(p) for p in [*runs, *asv]))

@@ -139,17 +139,16 @@ def _cell_patch(x: float, y: float, colour: str):
 
 
 def diff_bars(table: pd.DataFrame, limit: int = 25) -> bytes | None:
-    """The largest changes between the two commits, coloured by regressed / improved."""
-    data = table.dropna(subset=["delta"])
-    data = data[data["change"] != "same"].head(limit)
+    """The largest flagged changes between the two commits: red = regression, green = improvement."""
+    data = table[table["flag"].isin(["regression", "improvement"])].dropna(subset=["change"]).head(limit)
     if data.empty:
         return None
     fig = Figure(figsize=(8, 0.8 + 0.3 * len(data)))
     ax = fig.subplots()
-    labels = [f"{i[:50]} · {m}" for i, m in zip(data["item"], data["metric"])]
-    colours = ["#c62828" if c == "regressed" else "#2e7d32" for c in data["change"]]
-    ax.barh(labels[::-1], data["delta"].to_numpy()[::-1], color=colours[::-1])
+    labels = [f"{w} {v[:30]} {t} · {m}" for w, v, t, m in zip(data["workload"], data["variant"], data["target"], data["metric"])]
+    colours = ["#c62828" if f == "regression" else "#2e7d32" for f in data["flag"]]
+    ax.barh(labels[::-1], data["change"].to_numpy(dtype=float)[::-1], color=colours[::-1])
     ax.axvline(0, color="black", linewidth=0.6)
     ax.tick_params(labelsize=7)
-    ax.set_xlabel("change (% or pp; red = regression, direction-aware)")
+    ax.set_xlabel("change (% or pp as the metric says)")
     return to_png(fig)

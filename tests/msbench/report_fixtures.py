@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from msbench.cell import Cell
@@ -52,3 +54,18 @@ def claims_records(target: str = "model:ascend910b", scale: float = 1.0, **commo
         r(thr=7000, peak_gib=20, acc=0.700, breakdown=bd(0.025), devices=8),
         r(status="oom", reason="needs 80 GiB of 64", batch_size=512),
     ]
+
+
+def write_asv(root: Path, commit: str, date: int, throughput: list[float | None]) -> Path:
+    """An asv results directory of the project's suite (track_throughput over workload x variant x target)."""
+    name = "matrix_cells.Performance.track_throughput"
+    params = [["'resnet50@full'"], ["'base'", "'amp_level=O2'"], ["'model:ascend910b'"]]
+    (root / "box").mkdir(parents=True, exist_ok=True)
+    (root / "benchmarks.json").write_text(json.dumps({name: {
+        "name": name, "type": "track", "param_names": ["workload", "variant", "target"], "params": params,
+        "unit": "samples/s", "version": "1"}, "version": 2}))
+    (root / "box" / f"{commit[:8]}-env.json").write_text(json.dumps({
+        "commit_hash": commit, "env_name": "env", "date": date, "params": {"machine": "box"}, "version": 2,
+        "result_columns": ["result", "params", "version", "started_at", "duration"],
+        "results": {name: [throughput, params, "1", 0, 0.1]}}))
+    return root

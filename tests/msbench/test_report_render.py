@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report_fixtures import claims_records, record  # noqa: E402
+from report_fixtures import claims_records, record, write_asv  # noqa: E402
 
 from msbench.cli import main  # noqa: E402
-from msbench.report.asv import read_asv  # noqa: E402
 from msbench.report.build import Options, build_report  # noqa: E402
-from msbench.report.diff import asv_diff, order_diff, record_diff  # noqa: E402
 from msbench.report.load import load_inputs  # noqa: E402
 from msbench.store import RunStore  # noqa: E402
 
@@ -91,14 +89,18 @@ def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
     sections = build_report(inputs, Options())
     diff = next(s for s in sections if s.anchor == "diff")
     table, env = diff.tables[0].frame, diff.tables[1].frame
-    regressed = table[table["change"] == "regressed"]
-    assert table["change"].iloc[: len(regressed)].eq("regressed").all()
-    status = regressed[regressed["metric"] == "status"].iloc[0]
-    assert status["before"] == "ok" and status["after"].startswith("failed")
-    thr = regressed[(regressed["metric"] == "throughput") & regressed["item"].str.contains(" base ")].iloc[0]
-    assert thr["delta"] == pytest.approx(-20.0)
-    mem = table[(table["metric"] == "peak_memory_bytes") & (table["change"] == "improved")].iloc[0]
-    assert "amp_level=O2" in mem["item"] and mem["delta"] == pytest.approx(-50.0, abs=0.01)
+    bad = table["flag"].isin(["regression", "lost"])
+    assert bad.iloc[: bad.sum()].all(), "regressions come first"
+    lost = table[table["flag"] == "lost"]
+    assert set(lost["variant"]) == {"workers=1"}
+    thr = table[(table["variant"] == "base") & (table["metric"] == "throughput (%)")].iloc[0]
+    assert (thr["flag"], thr["direction"]) == ("regression", "worse") and thr["change"] == pytest.approx(-20.0)
+    sps = table[(table["variant"] == "base") & (table["metric"] == "seconds_per_sample (%)")].iloc[0]
+    assert sps["flag"] == "regression" and sps["change"] == pytest.approx(25.0)
+    mem = table[(table["variant"] == "amp_level=O2") & (table["metric"] == "peak_memory (%)")].iloc[0]
+    assert (mem["flag"], mem["direction"]) == ("improvement", "better") and mem["change"] == pytest.approx(-50, abs=0.01)
+    base_id = next(r.cell_id for r in after if r.cell.label == "base")
+    assert thr["cell_id"] == base_id
     assert env.iloc[0]["key"] == "numpy" and env.iloc[0]["after"] == "2.0.0"
     assert any("compares bbbbbbbbbb against aaaaaaaaaa" in n for n in sections[0].notes)
     # sections 1-4 describe the newer commit only
@@ -110,42 +112,27 @@ def test_baseline_by_commit_and_by_path(tmp_path):
     before, after = commit_pair()
     a, b = write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)
     _, md = report(tmp_path, str(a), str(b), extra=("--baseline", "aaaa"))
-    assert "regressed" in md and "| numpy" in md
+    assert "regression" in md and "| numpy" in md
     _, md = report(tmp_path, str(b), extra=("--baseline", str(a)))
     assert "commit baseline: the records in" in md and "| numpy" in md
     _, md = report(tmp_path, str(b), extra=("--baseline", "ffff"))
     assert "no records of that commit" in md
 
 
-def write_asv(root: Path) -> Path:
-    (root / "box").mkdir(parents=True)
-    (root / "benchmarks.json").write_text(json.dumps({
-        "bench.Model.track_throughput": {"param_names": ["cell"]},
-        "bench.Model.track_seconds_per_sample": {"param_names": ["cell"]}}))
-    columns = ["result", "params", "version", "started_at", "duration"]
-    for i, (commit, thr, sps) in enumerate((("1" * 40, [100.0, 50.0], [0.01, None]),
-                                            ("2" * 40, [80.0, 50.0], [0.005, 0.02]))):
-        data = {"commit_hash": commit, "env_name": "e", "date": 1000 + i, "params": {"machine": "box"},
-                "result_columns": columns, "version": 2, "results": {
-                    "bench.Model.track_throughput": [thr, [["'x'", "'y'"]], "v", 1, 1.0],
-                    "bench.Model.track_seconds_per_sample": [sps, [["'x'", "'y'"]], "v", 1, 1.0]}}
-        (root / "box" / f"{commit[:8]}-e.json").write_text(json.dumps(data))
-    return root
-
-
-def test_asv_results_are_read_and_diffed(tmp_path):
-    root = write_asv(tmp_path / "asv")
-    frame = read_asv(sorted((root / "box").glob("*.json")))
-    assert len(frame) == 8 and set(frame["status"]) == {"ok", "failed"}
-    assert frame[frame["params"] == "cell=x"]["value"].notna().all()
-    table = order_diff(asv_diff(frame, "1111", "2222", threshold=0.05, tolerance_pp=1.0))
-    changes = dict(zip(table["metric"] + "/" + table["item"].str[-8:], table["change"]))
-    assert changes["track_throughput/[cell=x]"] == "regressed"
-    assert changes["track_seconds_per_sample/[cell=x]"] == "improved"
-    assert changes["track_throughput/[cell=y]"] == "same"
-    assert table.iloc[0]["change"] == "regressed"
-    _, md = report(tmp_path, str(root))
-    assert "asv results" in md and "asv box" in md
+def test_asv_results_are_summarised_and_diffed(tmp_path):
+    root = tmp_path / "asv"
+    write_asv(root, "1" * 40, 1000, [100.0, 50.0])
+    write_asv(root, "2" * 40, 2000, [80.0, None])
+    sections = build_report(load_inputs([root]), Options())
+    summary = sections[0].tables[-1].frame
+    assert summary["value"].tolist()[0] == 80.0 and set(summary["status"]) == {"ok", "failed"}
+    diff = next(s for s in sections if s.anchor == "diff")
+    table = diff.tables[0].frame
+    assert table["flag"].tolist() == ["regression", "lost"]
+    assert table.iloc[0]["change"] == pytest.approx(-20.0) and table.iloc[0]["variant"] == "base"
+    assert any("asv: 2222222222 against 1111111111" in n for n in diff.notes)
+    _, md = report(tmp_path, str(root), extra=("--baseline", "1111"))
+    assert "regression" in md
 
 
 def test_bad_inputs_are_user_errors(tmp_path, capsys):
