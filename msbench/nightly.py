@@ -95,14 +95,15 @@ def bench_commit(repo: Path, commit: str, machine: str, python: str | None, env:
 
 
 def write_report(repo: Path, runs: Path) -> int:
-    """The pandas report of the records the asv suite kept (msbench report)."""
+    """The pandas report (msbench report) of the records the asv suite kept and of asv's results."""
     from msbench.cli import HANDLERS, build_parser
     from msbench.targets import import_object
 
     if not runs.is_dir():
         print(f"no records in {runs}: report skipped")
         return 0
-    args = build_parser().parse_args(["report", str(runs), "--html", str(repo / "results" / "report.html"),
+    inputs = [str(runs)] + ([str(repo / RESULTS_DIR)] if (repo / RESULTS_DIR / "benchmarks.json").is_file() else [])
+    args = build_parser().parse_args(["report", *inputs, "--html", str(repo / "results" / "report.html"),
                                       "--md", str(repo / "results" / "report.md")])
     handler = import_object(HANDLERS["report"])
     return int(handler(args) or 0)  # type: ignore[operator]
