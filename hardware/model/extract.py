@@ -35,6 +35,14 @@ class ChildError(RuntimeError):
     """A child process failed or timed out; the message carries its stderr tail."""
 
 
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without MindSpore compile/dump switches, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(UNCLEAN_ENV)}
+    env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    return {**env, **(extra or {})}
+
+
 def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run `python -m <module>` in a scratch directory (MindSpore writes rank_0/ etc. into the cwd)
     with the request as JSON on stdin; the child writes its JSON answer to `request["out"]`, so
@@ -42,13 +50,10 @@ def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str,
     with tempfile.TemporaryDirectory(prefix="msbench-child-") as tmp:
         work = Path(tmp)
         out = work / "result.json"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(UNCLEAN_ENV)}
-        env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
         request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
         try:
             proc = subprocess.run([sys.executable, "-m", module], input=json.dumps(request),
-                                  capture_output=True, text=True, cwd=work, env=env, timeout=timeout)
+                                  capture_output=True, text=True, cwd=work, env=child_env(), timeout=timeout)
         except subprocess.TimeoutExpired as err:
             raise ChildError(f"timed out after {timeout:.0f} s") from err
         if proc.returncode != 0 or not out.exists():
@@ -121,8 +126,7 @@ def main() -> int:
         "param_count": sum(p.spec.elements for p in trainable if p.spec),
         "param_bytes": sum(p.spec.nbytes for p in trainable if p.spec),
         "state_bytes": sum(p.spec.nbytes for p in analysis.weight_params if p.spec),
-        "trainable_found": len(trainable),
-        "meta": {**analysis.meta, "kernel_graphs": len(dumps)},
+        "meta": {**analysis.meta, "kernel_graphs": len(dumps), "trainable_tensors": len(trainable)},
         **{k: v for k, v in compiled.items() if k != "trainable"},
     }
     Path(request["out"]).write_text(json.dumps(result, sort_keys=True))

@@ -1,0 +1,124 @@
+"""Graph extraction of a real workload's training step (compile only), its cache, and forward_flops."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+import hardware.model.graph as graph_mod
+from hardware.model.graph import extract_graph, forward_flops, graph_key
+from msbench.errors import ConfigError
+from msbench.settings import Settings
+
+WORKLOAD, PRESET = "resnet50", "tiny"
+
+
+def digest(g) -> str:
+    return hashlib.sha256(json.dumps(g.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        root = tmp_path_factory.mktemp("msbench-cache")
+        mp.setenv("MSBENCH_CACHE", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def graphs(cache_root):
+    """The default step, full recompute and AMP O2 of resnet50/tiny."""
+    return {name: extract_graph(WORKLOAD, PRESET, {}, Settings(**knobs)) for name, knobs in
+            {"plain": {}, "recompute": {"recompute": "full"}, "o2": {"amp_level": "O2"}}.items()}
+
+
+@pytest.mark.slow
+def test_every_field_filled(graphs):
+    g = graphs["plain"]
+    assert (g.workload, g.preset, g.batch_size, g.grad_accum) == (WORKLOAD, PRESET, 32, 1)
+    assert {op.phase for op in g.ops} == {"forward", "backward", "optimizer"}
+    assert all(op.unit == ("cube" if op.type.startswith("Conv2D") or op.type.endswith("MatMul") else "vector")
+               for op in g.ops)
+    assert all(op.bytes > 0 and op.outputs for op in g.ops if op.unit == "cube")
+    assert g.key and g.activation_bytes > 0 and g.param_bytes == 4 * g.param_count
+    momentum = [op for op in g.ops if op.type == "ApplyMomentum"]
+    assert len(momentum) == g.meta["trainable_tensors"] and {op.phase for op in momentum} == {"optimizer"}
+    assert sum(g.meta["flops_by_phase"].values()) == sum(op.flops for op in g.ops)
+
+
+@pytest.mark.slow
+def test_param_count_equals_the_network(graphs):
+    from workloads.registry import get_workload
+
+    wl = get_workload(WORKLOAD)
+    network = wl.build_network(wl.preset(PRESET))
+    assert graphs["plain"].param_count == sum(int(p.size) for p in network.trainable_params())
+
+
+@pytest.mark.slow
+def test_recompute_adds_work_and_lowers_activations(graphs):
+    plain, rc = graphs["plain"], graphs["recompute"]
+    assert rc.meta["ops_by_phase"].get("recompute", 0) > 0
+    assert rc.meta["flops_by_phase"]["recompute"] > 0
+    assert rc.activation_bytes < plain.activation_bytes / 2
+
+
+@pytest.mark.slow
+def test_amp_o2_adds_casts_and_fp16_convs(graphs):
+    plain, o2 = graphs["plain"], graphs["o2"]
+    assert o2.meta["op_types"]["Cast"] > plain.meta["op_types"].get("Cast", 0)
+    convs = [op for op in o2.ops if op.type == "Conv2D"]
+    assert convs and all(op.inputs[0].dtype == "Float16" for op in convs)
+    assert all(op.inputs[0].dtype == "Float32" for op in plain.ops if op.type == "Conv2D")
+    assert o2.param_bytes == plain.param_bytes          # parameters stay fp32 under MindSpore AMP
+
+
+@pytest.mark.slow
+def test_cold_extraction_is_deterministic_and_cached(graphs, cache_root, tmp_path, monkeypatch):
+    first = graphs["plain"]
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "other-cache"))
+    again = extract_graph(WORKLOAD, PRESET, {}, Settings())            # a second cold compile
+    assert digest(again) == digest(first)
+
+    def no_compile(*_args, **_kwargs):
+        raise AssertionError("a cache hit must not compile")
+
+    monkeypatch.setattr(graph_mod, "run_extract", no_compile)
+    assert digest(extract_graph(WORKLOAD, PRESET, {}, Settings())) == digest(first)
+    # Knobs outside the graph share the entry; knobs inside get their own.
+    assert extract_graph(WORKLOAD, PRESET, {}, Settings(mode="graph", workers=2)).key == first.key
+    with pytest.raises(AssertionError, match="cache hit"):
+        extract_graph(WORKLOAD, PRESET, {}, Settings(optimizer="adam"))
+
+
+def test_key_depends_on_graph_knobs_only():
+    base = graph_key(WORKLOAD, PRESET, {}, Settings())
+    assert graph_key(WORKLOAD, PRESET, {}, Settings(prefetch=2, mode="graph")) == base
+    assert graph_key(WORKLOAD, PRESET, {}, Settings(batch_size=8)) != base
+    assert graph_key(WORKLOAD, PRESET, {"image_size": 64}, Settings()) != base
+    with pytest.raises(ConfigError, match="workload"):
+        graph_key("resnet-51", PRESET, {}, Settings())
+
+
+@pytest.mark.slow
+def test_forward_flops_of_matrix_ops(scratch):
+    import numpy as np
+    from mindspore import nn, ops
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, has_bias=False)
+            self.fc = nn.Dense(8 * 16 * 16, 10)
+
+        def construct(self, x):
+            y = self.fc(self.conv(x).reshape(x.shape[0], -1))
+            return ops.matmul(y.reshape(2, 1, 10).transpose(0, 2, 1), y.reshape(2, 1, 10))
+
+    net = Net()
+    net.set_train(True)
+    expected = 2 * (2 * 8 * 16 * 16) * 27 + 2 * (2 * 10) * 2048 + 2 * (2 * 10 * 10) * 1
+    assert forward_flops(net, [np.zeros((2, 3, 16, 16), np.float32)]) == expected
+    assert net.training                                  # the caller's mode is restored
