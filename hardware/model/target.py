@@ -88,19 +88,14 @@ class ModelTarget:
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
         metrics = prediction_metrics(result.prediction.to_dict())
-        if self.accuracy:
-            self.add_accuracy(cell, metrics)
         status, reason = "ok", None
         if result.prediction.oom:
             status = "oom"
             reason = (f"predicted peak {result.prediction.peak_memory_bytes / 2**30:.2f} GiB exceeds the "
                       f"{result.prediction.memory_capacity_bytes / 2**30:.2f} GiB usable on {self.profile.name}")
-        return Record(cell=cell, status=status, reason=reason, metrics=metrics, profile_hash=self.profile.digest)
+        record = Record(cell=cell, status=status, reason=reason, metrics=metrics, profile_hash=self.profile.digest)
+        if self.accuracy:
+            from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
 
-    @staticmethod
-    def add_accuracy(cell: Cell, metrics: Metrics) -> None:
-        from hardware.mindspore.accuracy import measure_accuracy
-
-        result = measure_accuracy(cell)
-        metrics.accuracy = result.accuracy if hasattr(result, "accuracy") else result["accuracy"]
-        metrics.accuracy_metric = result.metric if hasattr(result, "metric") else result.get("metric")
+            add_accuracy(record)
+        return record

@@ -1,0 +1,159 @@
+"""Fit the `cpu` profile's efficiencies and dispatch costs to real runs of the `fit` cells.
+
+Only the profile's free parameters move (efficiency table values at fixed thresholds, per-op
+dispatch, per-step round trip, workspace, fragmentation); the mechanisms are the ones every
+profile uses. Step time: least squares on log(predicted / measured), so a 2x miss weighs the same
+on a 5 ms and a 500 ms cell. Memory: peak = (planned + workspace) x (1 + fragmentation) is linear
+in (1 + f, workspace x (1 + f)), solved by least squares on relative error.
+
+    python -m hardware.model.fit results/validation/validation-mindspore-cpu.jsonl
+
+prints the fitted values as TOML lines for hardware/profiles/cpu.toml.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from hardware.model.host_time import HostCostLike
+from hardware.model.memory import estimate_memory
+from hardware.model.opgraph import OpGraph
+from hardware.model.predict import predict
+from hardware.model.profile import EfficiencyTable, HardwareProfile, load_profile
+from msbench.settings import Settings
+
+TABLES = ("cube.efficiency", "vector.efficiency", "memory.efficiency")
+SCALARS = ("launch.pynative_us", "launch.graph_o0_us", "launch.step_us")
+TIED = {"launch.graph_o1_us": "launch.graph_o0_us", "launch.graph_o2_us": "launch.graph_o0_us"}
+SCALAR_BOUNDS = {"launch.pynative_us": (0.1, 5000.0), "launch.graph_o0_us": (0.1, 5000.0),
+                 "launch.step_us": (1.0, 1e6)}
+
+
+@dataclass(frozen=True)
+class FitCase:
+    """One measured cell with everything the pure prediction needs."""
+
+    graph: OpGraph
+    settings: Settings
+    host: HostCostLike
+    step_time_s: float
+    peak_memory_bytes: int | None
+
+
+def get_path(profile: HardwareProfile, path: str) -> Any:
+    section, key = path.split(".")
+    return getattr(getattr(profile, section), key)
+
+
+def with_values(profile: HardwareProfile, values: dict[str, Any]) -> HardwareProfile:
+    """A copy of `profile` with dotted-path fields replaced (`{"launch.step_us": 300.0}`)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for path, value in values.items():
+        section, key = path.split(".")
+        sections.setdefault(section, {})[key] = value
+    changes = {s: dataclasses.replace(getattr(profile, s), **kv) for s, kv in sections.items()}
+    return dataclasses.replace(profile, **changes)
+
+
+def vector_of(profile: HardwareProfile) -> np.ndarray:
+    parts: list[float] = []
+    for path in TABLES:
+        parts += [eff for _, eff in get_path(profile, path).rows]
+    parts += [get_path(profile, p) for p in SCALARS]
+    return np.asarray(parts, dtype=float)
+
+
+def profile_of(base: HardwareProfile, theta: Sequence[float]) -> HardwareProfile:
+    values: dict[str, Any] = {}
+    i = 0
+    for path in TABLES:
+        rows = get_path(base, path).rows
+        values[path] = EfficiencyTable(tuple((t, float(theta[i + j])) for j, (t, _) in enumerate(rows)))
+        i += len(rows)
+    for path in SCALARS:
+        values[path] = float(theta[i])
+        i += 1
+    for tied, source in TIED.items():
+        values[tied] = values[source]
+    return with_values(base, values)
+
+
+def bounds_of(base: HardwareProfile) -> tuple[np.ndarray, np.ndarray]:
+    lo: list[float] = []
+    hi: list[float] = []
+    for path in TABLES:
+        n = len(get_path(base, path).rows)
+        lo += [0.005] * n
+        hi += [1.0] * n
+    for path in SCALARS:
+        lo.append(SCALAR_BOUNDS[path][0])
+        hi.append(SCALAR_BOUNDS[path][1])
+    return np.asarray(lo), np.asarray(hi)
+
+
+def time_residuals(profile: HardwareProfile, cases: Sequence[FitCase]) -> np.ndarray:
+    return np.asarray([np.log(predict(c.graph, c.settings, profile, c.host).step_time_s / c.step_time_s)
+                       for c in cases])
+
+
+def fit_time(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfile:
+    from scipy.optimize import least_squares
+
+    lo, hi = bounds_of(base)
+    start = np.clip(vector_of(base), lo, hi)
+    result = least_squares(lambda th: time_residuals(profile_of(base, th), cases), start, bounds=(lo, hi),
+                           x_scale="jac", max_nfev=400)
+    return profile_of(base, result.x)
+
+
+def fit_memory(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfile:
+    rows, target = [], []
+    for c in cases:
+        if not c.peak_memory_bytes:
+            continue
+        bare = with_values(base, {"memory.workspace_mib": 0.0, "memory.fragmentation": 0.0})
+        planned = estimate_memory(c.graph, c.settings, bare, c.host.bytes_per_sample).peak
+        rows.append([planned / c.peak_memory_bytes, 1.0 / c.peak_memory_bytes])
+        target.append(1.0)
+    if len(rows) < 2:
+        return base
+    (u, v), *_ = np.linalg.lstsq(np.asarray(rows), np.asarray(target), rcond=None)
+    u = max(float(u), 1.0)
+    workspace_mib = max(float(v) / u, 0.0) / 2**20
+    return with_values(base, {"memory.fragmentation": u - 1.0, "memory.workspace_mib": workspace_mib})
+
+
+def toml_lines(profile: HardwareProfile) -> list[str]:
+    lines = []
+    for path in TABLES:
+        rows = ", ".join(f"[{t:g}, {e:.3f}]" for t, e in get_path(profile, path).rows)
+        lines.append(f"{path} = [{rows}]")
+    for path in (*SCALARS, *TIED, "memory.workspace_mib", "memory.fragmentation"):
+        lines.append(f"{path} = {get_path(profile, path):.3f}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from hardware.model.validate import fit_cases
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m hardware.model.fit RUN.jsonl", file=sys.stderr)
+        return 2
+    base = load_profile("cpu")
+    cases = fit_cases(args[0], "cpu")
+    fitted = fit_memory(fit_time(base, cases), cases)
+    before = np.abs(time_residuals(base, cases))
+    after = np.abs(time_residuals(fitted, cases))
+    print(f"# {len(cases)} fit cells; median |log error| {np.median(before):.3f} -> {np.median(after):.3f}")
+    print("\n".join(toml_lines(fitted)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
