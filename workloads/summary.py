@@ -1,0 +1,100 @@
+"""`msbench list workloads`: one row per registered workload, sizes computed from the built network.
+
+Parameter counts come from the `full` network's trainable parameters and forward GFLOPs per sample
+(2 x multiply-accumulates of the matrix ops, the convention of published figures) from the one FLOP
+counter, `hardware.model.graph.forward_flops`, which reads the compiled forward graph. Nothing is typed by
+hand. Building and compiling a full network takes seconds (bert-large: much longer), so each row is
+cached on disk by MindSpore version, the workload's source and its full preset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import inspect
+from pathlib import Path
+from typing import Any, Sequence
+
+from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.errors import UserError
+from workloads.base import Workload
+from workloads.registry import WORKLOADS, get_workload
+
+CACHE_KIND = "workload-summary"
+ROW_VERSION = 1              # bump when the row's fields or their meaning change
+FULL = "full"
+
+
+def flops_counter():
+    """The project's single FLOP counter (compile-only IR of the forward graph, matrix ops)."""
+    from hardware.model.graph import forward_flops
+
+    return forward_flops
+
+
+def row_sources(name: str) -> list[Path]:
+    """The files whose edits can change a row: the workload's package and shared modules (the same list
+    the op-graph cache uses), this module, and the FLOP counter with its IR parser."""
+    from hardware.model.graph import PARSER_SOURCES, workload_sources
+
+    return [*workload_sources(name), Path(__file__), Path(inspect.getfile(flops_counter())), *PARSER_SOURCES]
+
+
+def input_shape(workload: Workload, preset: Any) -> str:
+    """Per-sample shapes of the network's input columns, e.g. `image 3x224x224`."""
+    names, _labels = workload.columns(preset)
+    batch = workload.synthetic_batch(preset, 1)
+    return ", ".join(f"{name} {'x'.join(map(str, array.shape[1:]))}" for name, array in zip(names, batch))
+
+
+def compute_row(workload: Workload) -> dict[str, Any]:
+    """Build the full network, count its trainable parameters and its forward FLOPs for one sample."""
+    import mindspore as ms
+
+    preset = workload.preset(FULL)
+    network = workload.build_network(preset)
+    params = sum(int(p.size) for p in network.trainable_params())
+    n_inputs = len(workload.columns(preset)[0])
+    inputs = [ms.Tensor(a) for a in workload.synthetic_batch(preset, 1)[:n_inputs]]
+    flops = flops_counter()(network, inputs)
+    return {
+        "name": workload.name,
+        "family": workload.family,
+        "presets": sorted(workload.presets()),
+        "input_shape": input_shape(workload, preset),
+        "params": params,
+        "gflops": round(flops / 1e9, 3),
+        "metric": workload.metric_name,
+    }
+
+
+def row_key(workload: Workload) -> str:
+    preset = dataclasses.asdict(workload.preset(FULL))
+    return content_key(ROW_VERSION, importlib.metadata.version("mindspore"), workload.name,
+                       source_hash(row_sources(workload.name)), preset)
+
+
+def workload_row(name: str) -> dict[str, Any]:
+    """The summary row of one workload, from the cache when nothing it depends on changed."""
+    workload = get_workload(name)
+    key = row_key(workload)
+    row = cache_get(CACHE_KIND, key)
+    if row is None:
+        row = compute_row(workload)
+        cache_put(CACHE_KIND, key, row)
+    return row
+
+
+def list_workloads(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Rows for `names` (default: every registered workload). A workload whose module cannot be imported
+    is an error naming it, after the other rows are computed and cached, never a silently short list."""
+    rows, missing = [], []
+    for name in names or list(WORKLOADS):
+        try:
+            rows.append(workload_row(name))
+        except UserError as err:       # get_workload: unknown name or an import that fails
+            missing.append(f"{name} ({err})")
+    if missing:
+        raise UserError(f"{len(missing)} of {len(rows) + len(missing)} workloads cannot be listed: "
+                        + "; ".join(missing))
+    return rows
