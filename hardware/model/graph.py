@@ -9,12 +9,13 @@ changes the compiled graph.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.cache import cache_dir, cache_get, cache_put, content_key, source_hash
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
@@ -30,10 +31,16 @@ EXTRACT_TIMEOUT_S = 600.0
 PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py"))
 
 
+# Graphs already read in this process, by (cache directory, key): a matrix predicts many cells of one
+# graph (every profile, every knob outside GRAPH_KNOBS), and parsing the JSON costs ~10 ms.
+_LOADED: dict[tuple[str, str], OpGraph] = {}
+
+
 class ExtractionError(RuntimeError):
     """MindSpore failed to compile the graph (a bug or an unsupported network, not a user error)."""
 
 
+@functools.cache
 def mindspore_version() -> str:
     try:
         return metadata.version("mindspore")
@@ -66,9 +73,14 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
     """The OpGraph of one cell's training step (cached; cold: one compile in a child process)."""
     overrides = dict(overrides or {})
     key = graph_key(workload, preset, overrides, settings)
+    memo_key = (str(cache_dir(CACHE_KIND)), key)
+    if memo_key in _LOADED:
+        return _LOADED[memo_key]
     cached = cache_get(CACHE_KIND, key)
     if cached is not None:
-        return OpGraph.from_dict(cached)
+        graph = OpGraph.from_dict(cached)
+        _LOADED[memo_key] = graph
+        return graph
     result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
                           "overrides": overrides, "settings": settings.to_dict()})
     data = {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
@@ -76,7 +88,9 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
             "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
             "key": key, "meta": graph_meta(result, settings)}
     cache_put(CACHE_KIND, key, data)
-    return OpGraph.from_dict(data)
+    graph = OpGraph.from_dict(data)
+    _LOADED[memo_key] = graph
+    return graph
 
 
 def graph_meta(result: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""Speed of graph extraction (pytest-benchmark; run with --benchmark-enable to see the figures).
+
+Claim (issue 5): a cold extraction (child process: import MindSpore, build the real step, compile
+without running, parse the final kernel-graph IR) takes under 15 s; a warm one is a cache read.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from hardware.model.graph import extract_graph
+from msbench.settings import Settings
+
+SETTINGS = Settings(mode="graph", amp_level="O2")
+
+
+@pytest.mark.slow
+def test_cold_extraction(benchmark, tmp_path, monkeypatch):
+    fresh = (tmp_path / f"cache-{n}" for n in itertools.count())
+
+    def empty_cache():                      # every round starts from an empty cache: a real compile
+        monkeypatch.setenv("MSBENCH_CACHE", str(next(fresh)))
+
+    graph = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), setup=empty_cache,
+                               rounds=1, iterations=1)
+    assert graph.ops and graph.meta["ops_by_phase"]["backward"] > 0
+
+
+@pytest.mark.slow
+def test_warm_extraction(benchmark, private_cache):
+    cold = extract_graph("resnet50", "tiny", {}, SETTINGS)
+    warm = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), rounds=20, warmup_rounds=1)
+    assert warm == cold

@@ -1,0 +1,39 @@
+"""The measured per-sample host cost of a workload's real data pipeline, and its cache."""
+
+from __future__ import annotations
+
+import pytest
+
+import hardware.model.host_cost as host_cost_mod
+from hardware.model.host_cost import HostCost, cpu_model, host_cost, host_cost_key
+from msbench.settings import Settings
+
+
+@pytest.mark.slow
+def test_measured_positive_and_cached(private_cache, monkeypatch):
+    cost = host_cost("resnet50", "tiny", {}, Settings())
+    assert cost.seconds_per_sample > 0 and cost.per_sample_s == cost.seconds_per_sample
+    assert min(cost.segments_s_per_sample) <= cost.seconds_per_sample <= max(cost.segments_s_per_sample)
+    assert len(cost.segments_s_per_sample) == host_cost_mod.REPEATS
+    assert cost.batch_size == 32 and cost.samples_timed >= host_cost_mod.REPEATS * host_cost_mod.MIN_SAMPLES
+    assert cost.bytes_per_sample > 0 and cost.host_cores >= 1 and cost.cpu_model
+
+    def no_measure(*_args, **_kwargs):
+        raise AssertionError("a cache hit must not measure")
+
+    monkeypatch.setattr(host_cost_mod, "run_child", no_measure)
+    assert host_cost("resnet50", "tiny", {}, Settings(workers=2, amp_level="O2")) == cost
+
+
+def test_key_follows_the_pipeline_inputs():
+    base = host_cost_key("resnet50", "tiny", {}, Settings())
+    assert host_cost_key("resnet50", "tiny", {}, Settings(amp_level="O3", prefetch=4)) == base
+    assert host_cost_key("resnet50", "tiny", {}, Settings(data_format="mindrecord")) != base
+    assert host_cost_key("resnet50", "tiny", {}, Settings(batch_size=8)) != base
+    assert host_cost_key("resnet50", "full", {}, Settings()) != base
+
+
+def test_round_trips_through_json():
+    cost = HostCost(seconds_per_sample=0.001, bytes_per_sample=12, host_cores=2, cpu_model=cpu_model(),
+                    batch_size=4, segments_s_per_sample=(0.001, 0.002, 0.0009), samples_timed=96, key="k")
+    assert HostCost.from_dict(cost.to_dict()) == cost
