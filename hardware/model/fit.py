@@ -112,14 +112,16 @@ def fit_time(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfile
 
 
 def fit_memory(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfile:
+    """peak = static + (dynamic + workspace) x (1 + f): linear in u = 1 + f and v = workspace x u."""
+    bare = with_values(base, {"memory.workspace_mib": 0.0, "memory.fragmentation": 0.0})
     rows, target = [], []
     for c in cases:
         if not c.peak_memory_bytes:
             continue
-        bare = with_values(base, {"memory.workspace_mib": 0.0, "memory.fragmentation": 0.0})
-        planned = estimate_memory(c.graph, c.settings, bare, c.host.bytes_per_sample).peak
-        rows.append([planned / c.peak_memory_bytes, 1.0 / c.peak_memory_bytes])
-        target.append(1.0)
+        m = estimate_memory(c.graph, c.settings, bare, c.host.bytes_per_sample)
+        static = m.params + m.optimizer_states + m.accumulation
+        rows.append([(m.peak - static) / c.peak_memory_bytes, 1.0 / c.peak_memory_bytes])
+        target.append(1.0 - static / c.peak_memory_bytes)
     if len(rows) < 2:
         return base
     (u, v), *_ = np.linalg.lstsq(np.asarray(rows), np.asarray(target), rcond=None)

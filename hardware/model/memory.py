@@ -2,10 +2,16 @@
 
 Model states follow ZeRO's accounting (Rajbhandari et al. 2019) under MindSpore's AMP, which keeps
 fp32 Parameters and casts inside the graph: weights + gradients (parameter-sized) + optimizer
-states (momentum/LARS: 1 buffer; Adam/AdamW/LAMB: 2). Activations are the forward outputs kept for
-backward, from the compiled graph (so recompute and AMP dtypes are already applied). Gradient
-accumulation adds a parameter-sized buffer (MindSpore GradAccumulationCell). The runtime adds
-workspace, the data-sink queue, and allocator fragmentation on top.
+states. The persistent part (weights, optimizer moments, accumulation buffers, BN statistics) is
+what the compiled graph holds as weights (`meta["state_bytes"]`), else the optimizer's
+parameter-sized buffers (momentum/LARS: 1; Adam/AdamW/LAMB: 2).
+
+Activations are the forward outputs kept for backward, from the compiled graph's data flow (so
+recompute and AMP dtypes are already applied). Backward frees them as it produces gradients, so
+the dynamic peak is max(activations, gradients), not their sum. Where the device compiler fuses
+Cast into its neighbours (Ascend's buffer fusion: no activation-sized standalone Cast kernels in
+An et al.'s per-op profiles), an up-cast copy kept for backward is stored at its source width.
+The runtime adds workspace, the data-sink queue, and allocator fragmentation on top.
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ SINK_QUEUE_MAX_BYTES = 2 * 10**9
 
 @dataclass(frozen=True)
 class MemoryEstimate:
+    """Bytes per component of the peak; they add up to `peak`."""
+
     params: int
-    grads: int
-    optimizer_states: int
+    optimizer_states: int          # and every other persistent weight (BN statistics, loss scale)
     accumulation: int
     activations: int
+    grads: int                     # gradient bytes beyond the activation memory backward frees
     workspace: int
     data_queue: int
     fragmentation: int
@@ -40,7 +48,7 @@ class MemoryEstimate:
 
     @property
     def peak(self) -> int:
-        return (self.params + self.grads + self.optimizer_states + self.accumulation + self.activations
+        return (self.params + self.optimizer_states + self.accumulation + self.activations + self.grads
                 + self.workspace + self.data_queue + self.fragmentation)
 
     @property
@@ -48,40 +56,48 @@ class MemoryEstimate:
         return self.peak > self.capacity
 
     def to_dict(self) -> dict[str, int]:
-        return {"params": self.params, "grads": self.grads, "optimizer_states": self.optimizer_states,
-                "accumulation": self.accumulation, "activations": self.activations,
-                "workspace": self.workspace, "data_queue": self.data_queue,
-                "fragmentation": self.fragmentation}
-
-
-def largest_transient(graph: OpGraph) -> int:
-    """The biggest set of outputs one op allocates at once: scratch beyond the kept activations."""
-    return max((sum(t.nbytes for t in op.outputs) for op in graph.ops), default=0)
+        return {"params": self.params, "optimizer_states": self.optimizer_states,
+                "accumulation": self.accumulation, "activations": self.activations, "grads": self.grads,
+                "workspace": self.workspace, "data_queue": self.data_queue, "fragmentation": self.fragmentation}
 
 
 def persistent_state_bytes(graph: OpGraph, settings: Settings) -> int:
-    """Optimizer states plus accumulation buffers (and BN statistics, loss scale...): every weight the
-    compiled graph holds beyond the trainable parameters when the graph reports it (`state_bytes`),
-    else the optimizer's parameter-sized buffers."""
+    """Every weight the compiled graph holds beyond the trainable parameters when the graph reports it
+    (`state_bytes`), else the optimizer's parameter-sized buffers plus the accumulation buffer."""
     if "state_bytes" in graph.meta:
         return max(int(graph.meta["state_bytes"]) - graph.param_bytes, 0)
     accumulation = graph.param_bytes if settings.grad_accum > 1 else 0
     return OPTIMIZER_STATES[settings.optimizer] * graph.param_bytes + accumulation
 
 
+def fused_upcast_bytes(graph: OpGraph) -> int:
+    """Bytes a cast-fusing compiler does not store: each forward up-cast (fp16 -> fp32 before an fp32
+    BatchNorm or loss) keeps its fp16 source instead of the fp32 copy."""
+    saved = 0
+    for op in graph.ops:
+        if op.type == "Cast" and op.phase == "forward" and op.inputs and op.outputs:
+            saved += max(op.outputs[0].nbytes - op.inputs[0].nbytes, 0)
+    return saved
+
+
+def kept_activations(graph: OpGraph, profile: HardwareProfile) -> int:
+    if profile.memory.fuses_casts:
+        return max(graph.activation_bytes - fused_upcast_bytes(graph), 0)
+    return graph.activation_bytes
+
+
 def estimate_memory(graph: OpGraph, settings: Settings, profile: HardwareProfile,
                     bytes_per_sample: float = 0.0) -> MemoryEstimate:
     mem = profile.memory
-    params = graph.param_bytes
-    grads = graph.param_bytes
     accumulation = graph.param_bytes if settings.grad_accum > 1 else 0
     states = max(persistent_state_bytes(graph, settings) - accumulation, 0)
-    workspace = largest_transient(graph) + int(mem.workspace_mib * 2**20)
+    activations = kept_activations(graph, profile)
+    grads = max(graph.param_bytes - activations, 0)
+    workspace = int(mem.workspace_mib * 2**20)
     queue = 0
     if settings.sink:
         queue = int(min(SINK_QUEUE_BATCHES * bytes_per_sample * graph.batch_size, SINK_QUEUE_MAX_BYTES))
-    planned = params + grads + states + accumulation + graph.activation_bytes + workspace + queue
-    return MemoryEstimate(params=params, grads=grads, optimizer_states=states, accumulation=accumulation,
-                          activations=graph.activation_bytes, workspace=workspace, data_queue=queue,
-                          fragmentation=int(planned * mem.fragmentation),
-                          capacity=int(mem.usable_gib * 2**30))
+    dynamic = activations + grads + workspace + queue
+    return MemoryEstimate(params=graph.param_bytes, optimizer_states=states, accumulation=accumulation,
+                          activations=activations, grads=grads, workspace=workspace, data_queue=queue,
+                          fragmentation=int(dynamic * mem.fragmentation), capacity=int(mem.usable_gib * 2**30))

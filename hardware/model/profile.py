@@ -75,8 +75,9 @@ class DeviceMemory:
     efficiency: EfficiencyTable
     l2_mib: float
     l2_gbps: float             # ops whose whole working set fits in L2 stream at this rate
-    fragmentation: float       # allocator overhead on top of the planned peak (fraction)
+    fragmentation: float       # allocator overhead on the dynamic (pool) memory (fraction)
     workspace_mib: float       # runtime workspace (kernel scratch, streams, collective buffers)
+    fuses_casts: bool          # the compiler fuses Cast into neighbours: up-cast copies are not stored
 
 
 @dataclass(frozen=True)

@@ -192,10 +192,27 @@ def test_model_states_per_optimizer_and_accumulation():
     momentum = estimate_memory(g, Settings(optimizer="momentum"), B)
     adam = estimate_memory(g, Settings(optimizer="adam"), B)
     accum = estimate_memory(g, Settings(optimizer="adam", grad_accum=4), B)
-    assert (momentum.params, momentum.grads, momentum.optimizer_states) == (4_000_000, 4_000_000, 4_000_000)
+    assert (momentum.params, momentum.optimizer_states) == (4_000_000, 4_000_000)
     assert adam.optimizer_states == 8_000_000 and accum.accumulation == 4_000_000
     assert momentum.activations == 5_000_000
-    assert momentum.fragmentation == int((momentum.peak - momentum.fragmentation) * B.memory.fragmentation)
+    dynamic = momentum.activations + momentum.grads + momentum.workspace
+    assert momentum.fragmentation == int(dynamic * B.memory.fragmentation)
+    assert momentum.peak == sum(momentum.to_dict().values())
+
+
+def test_backward_frees_activations_as_gradients_appear():
+    few_acts = estimate_memory(graph([matmul(8, 8, 8)], params=1_000_000, activations=1_000_000), Settings(), B)
+    many_acts = estimate_memory(graph([matmul(8, 8, 8)], params=1_000_000, activations=9_000_000), Settings(), B)
+    assert few_acts.grads == 3_000_000            # 4 MB of gradients, 1 MB of it fits where activations were
+    assert many_acts.grads == 0 and many_acts.activations == 9_000_000
+
+
+def test_fused_casts_store_the_fp16_source():
+    up = elementwise((1024, 1024), "Float16", kind="Cast")
+    up = dataclasses.replace(up, outputs=(dataclasses.replace(up.outputs[0], dtype="Float32"),))
+    g = graph([up], activations=10_000_000)
+    assert estimate_memory(g, Settings(), CPU).activations == 10_000_000          # CPU runs the Cast as a kernel
+    assert estimate_memory(g, Settings(), B).activations == 10_000_000 - 1024 * 1024 * 2
 
 
 def test_graph_reported_state_bytes_win():
