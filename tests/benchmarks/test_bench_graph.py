@@ -16,9 +16,15 @@ from msbench.settings import Settings
 SETTINGS = Settings(mode="graph", amp_level="O2")
 
 
+@pytest.fixture(scope="module")
+def bench_cache(tmp_path_factory):
+    """One cache directory for the module: the cold test fills it, the warm test reads it."""
+    return tmp_path_factory.mktemp("bench-cache")
+
+
 @pytest.mark.slow
-def test_cold_extraction(benchmark, tmp_path, monkeypatch):
-    fresh = (tmp_path / f"cache-{n}" for n in itertools.count())
+def test_cold_extraction(benchmark, bench_cache, monkeypatch):
+    fresh = (bench_cache / f"round-{n}" for n in itertools.count())
 
     def empty_cache():                      # every round starts from an empty cache: a real compile
         monkeypatch.setenv("MSBENCH_CACHE", str(next(fresh)))
@@ -29,7 +35,8 @@ def test_cold_extraction(benchmark, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_warm_extraction(benchmark, private_cache):
+def test_warm_extraction(benchmark, bench_cache, monkeypatch):
+    monkeypatch.setenv("MSBENCH_CACHE", str(bench_cache / "round-0"))     # filled by the cold test
     cold = extract_graph("resnet50", "tiny", {}, SETTINGS)
     warm = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), rounds=20, warmup_rounds=1)
     assert warm == cold
