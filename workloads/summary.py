@@ -10,7 +10,6 @@ cached on disk by MindSpore version, the workload's source and its full preset.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import inspect
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,13 +46,17 @@ def input_shape(workload: Workload, preset: Any) -> str:
     return ", ".join(f"{name} {'x'.join(map(str, array.shape[1:]))}" for name, array in zip(names, batch))
 
 
+def trainable_params(network: Any) -> int:
+    """Trainable parameters (BatchNorm moving statistics are not, like torch's buffers)."""
+    return sum(int(p.size) for p in network.trainable_params())
+
+
 def compute_row(workload: Workload) -> dict[str, Any]:
     """Build the full network, count its trainable parameters and its forward FLOPs for one sample."""
     import mindspore as ms
 
     preset = workload.preset(FULL)
     network = workload.build_network(preset)
-    params = sum(int(p.size) for p in network.trainable_params())
     n_inputs = len(workload.columns(preset)[0])
     inputs = [ms.Tensor(a) for a in workload.synthetic_batch(preset, 1)[:n_inputs]]
     flops = flops_counter()(network, inputs)
@@ -62,7 +65,7 @@ def compute_row(workload: Workload) -> dict[str, Any]:
         "family": workload.family,
         "presets": sorted(workload.presets()),
         "input_shape": input_shape(workload, preset),
-        "params": params,
+        "params": trainable_params(network),
         "gflops": round(flops / 1e9, 3),
         "metric": workload.metric_name,
     }
@@ -70,7 +73,9 @@ def compute_row(workload: Workload) -> dict[str, Any]:
 
 def row_key(workload: Workload) -> str:
     preset = dataclasses.asdict(workload.preset(FULL))
-    return content_key(ROW_VERSION, importlib.metadata.version("mindspore"), workload.name,
+    from hardware.model.graph import mindspore_version
+
+    return content_key(ROW_VERSION, mindspore_version(), workload.name,
                        source_hash(row_sources(workload.name)), preset)
 
 

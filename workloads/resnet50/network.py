@@ -11,7 +11,6 @@ the same code at smaller width/depth, and it is one less dependency pinned to Mi
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 from mindspore import nn, ops
@@ -94,9 +93,4 @@ def recompute_blocks(network: nn.Cell, full: bool) -> list[nn.Cell]:
         return marked
     stems = [cell for _, cell in network.cells_and_names() if isinstance(cell, Stem)]
     return stems + marked
-
-
-def param_count(network: nn.Cell) -> int:
-    """Trainable parameters (BatchNorm moving statistics are not trainable, as in torch's buffers)."""
-    return sum(math.prod(p.shape) for p in network.trainable_params())
 
