@@ -179,11 +179,6 @@ class YoloNet(nn.Cell):
         return self.head(o3, o4, o5)
 
 
-def param_count(network: nn.Cell) -> int:
-    """Trainable parameters (Ultralytics counts weights and BN affine terms, not running statistics)."""
-    return sum(int(np.prod(p.shape)) for p in network.trainable_params())
-
-
 def recompute_blocks(network: YoloNet, full: bool) -> list[nn.Cell]:
     """Selective: the CSP blocks (C3/C2f), where most activations live. Full: every convolution block
     (Conv-BN-SiLU, CSP, SPPF) not already inside a chosen one."""
