@@ -1,6 +1,9 @@
-"""End to end: a two-commit repository, the asv suite run on both by `msbench nightly`, then
-`msbench compare` and asv's HTML. asv runs for real, with this interpreter as its `existing`
-environment and each commit's source on ASV_PYTHONPATH; its machine file and results stay in tmp.
+"""End to end: a two-commit repository, the asv suite run on both by `msbench nightly` with the
+device model, then `msbench compare` and asv's HTML. asv runs for real, with this interpreter as its
+`existing` environment and each commit's source on ASV_PYTHONPATH; its machine file and results stay
+in tmp. The second commit widens the tiny ResNet-50 (16 -> 64 channels): on the CPU profile with 8
+data workers that moves the cell from data-bound to compute-bound, so throughput must fall and
+peak memory rise.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import pytest
 from msbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ["msbench", "workloads", "hardware", "benchmarks", "matrices", "tests/matrices", "tests/msbench/asv_target.py",
-          "asv.conf.json", "pyproject.toml"]
-MATRIX = "tests/matrices/asv_preset_size.toml"
-TARGET = "tests.msbench.asv_target:PresetSizeTarget"
+COPIED = ["msbench", "workloads", "hardware", "benchmarks", "matrices", "tests/matrices", "asv.conf.json",
+          "pyproject.toml"]
+MATRIX = "tests/matrices/asv_resnet_tiny_cpu.toml"
+TARGET = "model:cpu"
 MACHINE = "e2e-box"
 
 
@@ -45,8 +48,8 @@ def make_repo(path: Path) -> list[str]:
     text = presets.read_text()
     tiny = text.index("[resnet50.tiny]")
     width = text.index("width = 16", tiny)
-    presets.write_text(text[:width] + "width = 32" + text[width + len("width = 16"):])
-    git(path, "commit", "-q", "-am", "resnet50 tiny: widen to 32 channels")
+    presets.write_text(text[:width] + "width = 64" + text[width + len("width = 16"):])
+    git(path, "commit", "-q", "-am", "resnet50 tiny: widen to 64 channels")
     return git(path, "rev-list", "--reverse", "HEAD").split()
 
 
@@ -79,7 +82,7 @@ def test_nightly_compare_and_html_over_two_commits(tmp_path, monkeypatch, capsys
     assert throughput["after"] < throughput["before"] and throughput["flag"] == "regression"
     assert memory["after"] > memory["before"] and memory["flag"] == "regression"
     assert rows[("base", "seconds_per_sample")]["direction"] == "worse"
-    assert ("sink=true", "throughput") not in rows                      # unsupported: skipped at both
+    assert ("sink=true", "throughput") not in rows                      # unsupported on a CPU: skipped
 
     html = repo / "results" / "html"
     index = json.loads((html / "index.json").read_text())
