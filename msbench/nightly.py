@@ -13,6 +13,8 @@ test), that interpreter with each commit's source exported on ASV_PYTHONPATH.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -94,6 +96,19 @@ def bench_commit(repo: Path, commit: str, machine: str, python: str | None, env:
                "--set-commit-hash", commit, env=env)
 
 
+@contextlib.contextmanager
+def exclusive(repo: Path):
+    """One nightly per checkout at a time: two would install into the same asv environment at once."""
+    path = repo / "results" / ".nightly.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"another msbench nightly is running in {repo} (lock {path})") from None
+        yield
+
+
 def write_report(repo: Path, runs: Path) -> int:
     """The pandas report (msbench report) of the records the asv suite kept and of asv's results."""
     from msbench.cli import HANDLERS, build_parser
@@ -118,6 +133,11 @@ def nightly_command(args: argparse.Namespace) -> int:
                         "or check out with fetch-depth: 0)")
     if args.max_commits < 0:
         raise UserError(f"--max-commits={args.max_commits} is not allowed; allowed: 0 (all) or a positive count")
+    with exclusive(repo):
+        return run_nightly(repo, args)
+
+
+def run_nightly(repo: Path, args: argparse.Namespace) -> int:
     ensure_main(repo)
     history = first_parent_history(repo, BRANCH)
     since = None

@@ -84,3 +84,15 @@ def test_outside_a_repository(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["nightly"]) == 2
     assert "not inside a git repository" in capsys.readouterr().err
+
+
+def test_a_second_nightly_in_the_same_checkout_refuses(origin, monkeypatch, capsys):
+    import fcntl
+
+    lock = origin / "results" / ".nightly.lock"
+    lock.parent.mkdir()
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        monkeypatch.chdir(origin)
+        assert main(["nightly"]) == 2
+    assert "another msbench nightly is running" in capsys.readouterr().err
