@@ -118,6 +118,7 @@ def test_sharding_splits_the_training_set(wl, scratch):
 
 @pytest.mark.parametrize("overrides, field", [
     ({"blocks": [3, 0]}, "blocks"),
+    ({"blocks": 4}, "blocks"),
     ({"augment": "autoaugment"}, "augment"),
     ({"image_size": "224"}, "image_size"),
     ({"num_classes": 1}, "num_classes"),

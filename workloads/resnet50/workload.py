@@ -38,9 +38,11 @@ class ResNetPreset(Preset):
 
     def __post_init__(self) -> None:
         where = f"resnet50.{self.name}"
-        object.__setattr__(self, "blocks", tuple(self.blocks))
-        if not self.blocks or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in self.blocks):
-            raise ConfigError("blocks", list(self.blocks), "a non-empty list of integers >= 1", where)
+        blocks = self.blocks
+        if not (isinstance(blocks, (list, tuple)) and blocks
+                and all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in blocks)):
+            raise ConfigError("blocks", blocks, "a non-empty list of integers >= 1 (bottlenecks per stage)", where)
+        object.__setattr__(self, "blocks", tuple(blocks))   # TOML gives a list; keep the preset hashable
         for name in ("image_size", "stored_width", "stored_height", "width", "batch_size",
                      "train_samples", "eval_samples", "epochs"):
             if getattr(self, name) < 1:
