@@ -112,7 +112,7 @@ def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
                              ("throughput", "throughput: speed-ups are missing")):
             if not has_values(frame, column):
                 notes.append(f"no record has {what}")
-        if not any(c.startswith("breakdown.") and frame[c].notna().any() for c in frame.columns):
+        if not any(c.startswith("component.") and frame[c].notna().any() for c in frame.columns):
             notes.append("no record has a time breakdown (the device model fills it): 'component that moved' is empty")
         if len(frame) == 1:
             notes.append("a single cell: there is nothing to compare it with")

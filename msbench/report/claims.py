@@ -184,17 +184,10 @@ def amp_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
             "accuracy_loss_pp": diff(accuracy_pp(ref), accuracy_pp(alt))}
 
 
-def breakdown_share(row: pd.Series, part: str) -> float | None:
-    parts = [metric(row, c) for c in row.index if str(c).startswith("breakdown.")]
-    total = sum(p for p in parts if p is not None)
-    value = metric(row, f"breakdown.{part}")
-    return None if value is None or total <= 0 else value / total
-
-
 def pipeline_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
     kept = ratio(metric(ref, "throughput"), metric(alt, "throughput"))
     return {"throughput_lost": None if kept is None else 1.0 - kept,
-            "data_share_after": breakdown_share(alt, "data")}
+            "data_share_after": ratio(metric(alt, "component.data"), metric(alt, "step_time_s"))}
 
 
 def activation_bytes(row: pd.Series) -> float | None:
@@ -204,11 +197,16 @@ def activation_bytes(row: pd.Series) -> float | None:
     return metric(row, "peak_memory_bytes")
 
 
+def device_seconds(row: pd.Series) -> float | None:
+    """Kernel time per step (compute- plus memory-bound components), else the whole step."""
+    parts = [metric(row, "component.compute"), metric(row, "component.memory")]
+    known = [p for p in parts if p is not None]
+    return sum(known) if known else metric(row, "step_time_s")
+
+
 def recompute_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
     kept = ratio(activation_bytes(alt), activation_bytes(ref))
-    slower = ratio(metric(alt, "breakdown.compute"), metric(ref, "breakdown.compute"))
-    if slower is None:
-        slower = ratio(metric(alt, "step_time_s"), metric(ref, "step_time_s"))
+    slower = ratio(device_seconds(alt), device_seconds(ref))
     return {"activation_cut": None if kept is None else 1.0 - kept,
             "extra_compute": None if slower is None else slower - 1.0}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, breakdown_columns, contexts,
+from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, component_columns, contexts,
                                   metric, ratio)
 
 EFFECT_COLUMNS = ["workload", "preset", "target", "label", "status", "speedup", "memory_change_pct",
@@ -25,7 +25,7 @@ def moved_component(row: pd.Series, base: pd.Series, columns: list[str]) -> tupl
             continue
         change = (new or 0.0) - (old or 0.0)
         if best[1] is None or abs(change) > abs(best[1]):
-            best = (col.removeprefix("breakdown."), change)
+            best = (col.removeprefix("component."), change)
     if best[1] is None:
         return None, None
     return best[0], best[1] * 1000.0
@@ -34,7 +34,7 @@ def moved_component(row: pd.Series, base: pd.Series, columns: list[str]) -> tupl
 def knob_effects(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per non-baseline cell; notes name the contexts without an ok baseline."""
     rows, notes = [], []
-    parts = breakdown_columns(frame)
+    parts = component_columns(frame)
     for name, cells in contexts(frame):
         base = base_of(cells)
         others = cells[cells["label"] != BASE_LABEL]

@@ -11,6 +11,7 @@ from typing import Iterator
 
 import pandas as pd
 
+from msbench.records import Metrics
 from msbench.settings import DEFAULTS
 
 CONTEXT = ["workload", "preset", "overrides", "target"]
@@ -61,8 +62,26 @@ def ratio(new: float | None, old: float | None) -> float | None:
     return new / old
 
 
-def breakdown_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if c.startswith("breakdown.")]
+# The five places a step's time goes (DESIGN.md, the device model's `bound`); from the model's kernel
+# split where the record carries it, else a target's own breakdown as it stands (e.g. a profiler's).
+COMPONENTS = ("compute", "memory", "host", "data", "comm")
+HOST_PARTS = ("dispatch", "roundtrip", "transfer")
+
+
+def components(metrics: Metrics) -> dict[str, float]:
+    """Seconds per step by component. The device model's breakdown is by phase (forward, backward, ...)
+    plus host and data parts; its compute-/memory-bound kernel totals sit in `extra.detail`."""
+    detail = (metrics.extra or {}).get("detail") or {}
+    parts = metrics.breakdown or {}
+    if "compute_bound_s" in detail and "memory_bound_s" in detail:
+        return {"compute": float(detail["compute_bound_s"]), "memory": float(detail["memory_bound_s"]),
+                "host": float(sum(parts.get(k, 0.0) for k in HOST_PARTS)),
+                "data": float(parts.get("data", 0.0)), "comm": float(parts.get("comm", 0.0))}
+    return {k: float(v) for k, v in parts.items()}
+
+
+def component_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.startswith("component.")]
 
 
 def accuracy_delta(row: pd.Series, base: pd.Series | None) -> float | None:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from msbench.cell import canonical_json
 from msbench.errors import UserError
+from msbench.report.frame import components
 from msbench.settings import DEFAULTS
 from msbench.records import Metrics, Record
 from msbench.compare import find_sources
@@ -41,6 +42,8 @@ class RecordSet:
             frame = frame.reset_index(drop=True)
             frame["overrides"] = [canonical_json(dict(r.cell.overrides)) for r in kept]
             frame["commit"] = [commit_of(r) for r in kept]
+            parts = pd.DataFrame([components(r.metrics) for r in kept]).add_prefix("component.")
+            frame = pd.concat([frame, parts], axis=1)
         return cls(tuple(kept), frame)
 
     def commits(self) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from msbench.report.frame import base_of, breakdown_columns, contexts, ok_cells
+from msbench.report.frame import base_of, component_columns, contexts, ok_cells
 
 MAX_PANELS = 12
 VERDICT_COLOURS = {"holds": "#2e7d32", "partly": "#f9a825", "does not hold": "#c62828", "no data": "#bdbdbd"}
@@ -68,7 +68,7 @@ def speedup_heatmap(effects: pd.DataFrame) -> bytes | None:
 
 def breakdown_bars(frame: pd.DataFrame) -> bytes | None:
     """Seconds per step split by component, per cell, for each context (where a breakdown exists)."""
-    parts = breakdown_columns(frame)
+    parts = component_columns(frame)
     ok = ok_cells(frame)
     if not parts or ok.empty:
         return None
@@ -82,7 +82,7 @@ def breakdown_bars(frame: pd.DataFrame) -> bytes | None:
         left = np.zeros(len(rows))
         for col in parts:
             ms = rows[col].fillna(0.0).to_numpy(dtype=float) * 1000.0
-            ax.barh(rows["label"], ms, left=left, color=colours[col], label=col.removeprefix("breakdown."))
+            ax.barh(rows["label"], ms, left=left, color=colours[col], label=col.removeprefix("component."))
             left += ms
         ax.set_title(name, fontsize=8)
         ax.tick_params(labelsize=7)

@@ -111,7 +111,7 @@ def test_claims_verdicts_and_numbers(runs):
     assert dp.values["efficiency"] == pytest.approx(7000 / 8000)
     pipe = got[("data_pipeline", "model:ascend910b")].evidence[0]
     assert pipe.values["throughput_lost"] == pytest.approx(0.65)
-    assert pipe.values["data_share_after"] == pytest.approx(0.001 / 0.033)
+    assert pipe.values["data_share_after"] == pytest.approx(0.001 / (32 / 1000))
 
 
 def test_claim_fails_and_missing_accuracy_caps_at_partly():
@@ -138,3 +138,18 @@ def test_one_record_per_cell_and_commit_latest_wins():
     runs = RecordSet.of([new, old])
     assert len(runs.records) == 1 and runs.frame.iloc[0]["throughput"] == 120
     assert runs.frame.iloc[0]["peak_memory_bytes"] == GIB
+
+
+def test_device_model_breakdown_becomes_the_five_components():
+    """The model's breakdown is by phase; its compute/memory split sits in extra.detail."""
+    base = record(thr=100, peak_gib=1)
+    fused = record(thr=125, peak_gib=1, graph_kernel=True)
+    for rec, (compute, memory, dispatch) in ((base, (0.20, 0.10, 0.02)), (fused, (0.19, 0.04, 0.01))):
+        rec.metrics.breakdown = {"forward": 0.1, "backward": 0.2, "optimizer": 0.0, "recompute": 0.0,
+                                 "dispatch": dispatch, "roundtrip": 0.001, "transfer": 0.0, "comm": 0.0, "data": 0.0}
+        rec.metrics.extra = {"detail": {"compute_bound_s": compute, "memory_bound_s": memory}}
+    runs = RecordSet.of([base, fused])
+    row = runs.frame[runs.frame["label"] == "base"].iloc[0]
+    assert row["component.compute"] == 0.20 and row["component.host"] == pytest.approx(0.021)
+    table, _ = knob_effects(runs.frame)
+    assert table.iloc[0]["moved"] == "memory" and table.iloc[0]["moved_ms"] == pytest.approx(-60.0)
