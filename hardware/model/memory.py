@@ -81,7 +81,7 @@ def fused_upcast_bytes(graph: OpGraph) -> int:
 
 
 def kept_activations(graph: OpGraph, profile: HardwareProfile) -> int:
-    if profile.memory.fuses_casts:
+    if profile.precision.fuses_casts:
         return max(graph.activation_bytes - fused_upcast_bytes(graph), 0)
     return graph.activation_bytes
 

@@ -77,12 +77,12 @@ class DeviceMemory:
     l2_gbps: float             # ops whose whole working set fits in L2 stream at this rate
     fragmentation: float       # allocator overhead on the dynamic (pool) memory (fraction)
     workspace_mib: float       # runtime workspace (kernel scratch, streams, collective buffers)
-    fuses_casts: bool          # the compiler fuses Cast into neighbours: up-cast copies are not stored
 
 
 @dataclass(frozen=True)
 class Precision:
     matrix_fp32_as: str        # "fp32" or "fp16": what an fp32 matrix op really runs as (MindSpore default)
+    fuses_casts: bool          # the compiler folds Cast into neighbouring kernels: no Cast kernel, no copy
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def test_hash_is_content_based(tmp_path):
 
 def test_efficiency_table_lookup():
     table = load_profile("ascend910a").cube.efficiency
-    assert table.at(4096) == 0.20 and table.at(512) == 0.20 and table.at(300) == 0.13 and table.at(1) == 0.03
+    assert table.at(4096) == 0.20 and table.at(512) == 0.20 and table.at(300) == 0.18 and table.at(1) == 0.06
 
 
 @pytest.mark.parametrize("edit, key, words", [
@@ -55,11 +55,11 @@ def test_efficiency_table_lookup():
     (lambda t: t.replace("tile = 16", ""), "cube.tile", "missing key"),
     (lambda t: t.replace("usable_gib = 58.0", 'usable_gib = "lots"'), "memory.usable_gib", "a number"),
     (lambda t: t.replace('matrix_fp32_as = "fp32"', 'matrix_fp32_as = "fp8"'), "precision.matrix_fp32_as", "fp32|fp16"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.13], [128, 0.12], [64, 0.05], [0, 0.03]]", "[[512, 0.2], [64, 0.1]]"),
+    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[512, 0.2], [64, 0.1]]"),
      "cube.efficiency", "the last threshold must be 0"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.13], [128, 0.12], [64, 0.05], [0, 0.03]]", "[[64, 0.2], [512, 0.1], [0, 0.1]]"),
+    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[64, 0.2], [512, 0.1], [0, 0.1]]"),
      "cube.efficiency", "thresholds must descend"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.13], [128, 0.12], [64, 0.05], [0, 0.03]]", "[[512, 1.5], [0, 0.1]]"),
+    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[512, 1.5], [0, 0.1]]"),
      "cube.efficiency", "efficiencies in (0, 1]"),
 ])
 def test_bad_profiles_are_refused_naming_file_and_key(tmp_path, edit, key, words):
