@@ -19,6 +19,7 @@ MS_DEVICE = {"cpu": "CPU", "ascend": "Ascend", "gpu": "GPU"}
 DEVICE_NODES = {"ascend": "/dev/davinci[0-9]*", "gpu": "/dev/nvidia[0-9]*"}
 CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-select failures measured on 2.10 CPU
 ISA_ENV = "ONEDNN_MAX_CPU_ISA"
+_op_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ def plan_context(settings: Settings, device: str, threads: int | None = None) ->
         # On the CPU only O0 reaches here; elsewhere the level is set explicitly so it is on record.
         jit_level=None if on_cpu else (settings.jit_level if settings.mode == "graph" else None),
         graph_kernel=settings.graph_kernel,
-        threads=(threads or host_cpus()) if on_cpu else None,
+        # data-parallel ranks share the host: each gets its slice of the CPUs
+        threads=(threads or max(1, host_cpus() // settings.devices)) if on_cpu else None,
         sink=settings.sink,
         sink_size=settings.sink_size,
         device_memory_counters=not on_cpu,
@@ -125,8 +127,15 @@ def apply_context(plan: ContextPlan) -> None:
     ms.set_context(mode=getattr(ms, plan.mode))
     if plan.graph_kernel:
         ms.set_context(enable_graph_kernel=True)   # deprecated spelling, but jit O1 does not fuse on CPU
-    if plan.threads:
-        ms.device_context.cpu.op_tuning.threads_num(plan.threads)
+    global _op_threads
+    if plan.threads and _op_threads is None:
+        ms.device_context.cpu.op_tuning.threads_num(plan.threads)   # settable once per process
+        _op_threads = plan.threads
+
+
+def op_threads() -> int | None:
+    """The CPU op thread count this process fixed (the first session's: MindSpore allows one setting)."""
+    return _op_threads
 
 
 def apply_jit(cell: object, plan: ContextPlan) -> None:

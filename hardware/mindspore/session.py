@@ -8,14 +8,15 @@ The caller (the target, or one msrun rank) turns them into a Record.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from hardware.mindspore import memory
-from hardware.mindspore.backend import ContextPlan, apply_context, apply_jit, plan_context
+from hardware.mindspore.backend import ContextPlan, apply_context, apply_jit, op_threads, plan_context
 from hardware.mindspore.config import MeasureConfig
-from hardware.mindspore.measure import Measurement, measure_steps
+from hardware.mindspore.measure import Measurement, measure_steps, stop_reason
 from hardware.mindspore.resolve import load_workload
 from msbench.cache import cache_dir
 from msbench.cell import Cell
@@ -37,14 +38,14 @@ class SessionResult:
 
 
 def is_mindspore_oom(err: BaseException) -> bool:
-    return isinstance(err, (MemoryError, RuntimeError)) and any(m in str(err) for m in MS_OOM_MARKERS)
+    return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and any(m in str(err) for m in MS_OOM_MARKERS))
 
 
 def pin_threads(plan: ContextPlan) -> dict[str, Any]:
     """Pin the process to its CPU set and fix MindSpore's op thread count to it; both are recorded."""
     cpus = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, cpus)
-    return {"cpu_affinity": cpus, "op_threads": plan.threads,
+    return {"cpu_affinity": cpus, "op_threads": op_threads(),
             "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
@@ -68,12 +69,15 @@ def step_driver(plan: ContextPlan, cell: Any, data: Any) -> tuple[Callable[[], t
     return (lambda: next(iterator)), cell, 1
 
 
-def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0, world: int = 1) -> SessionResult:
-    """Build, measure and probe memory for `cell` on `device` in this process."""
+def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0, world: int = 1,
+                stop: Callable[..., str | None] = stop_reason, context_applied: bool = False) -> SessionResult:
+    """Build, measure and probe memory for `cell` on `device` in this process. A data-parallel rank
+    passes its agreed `stop` rule and sets the context itself (before the collective's `init()`)."""
     from workloads.train_step import build_train_step
 
     plan = plan_context(cell.settings, device)
-    apply_context(plan)
+    if not context_applied:
+        apply_context(plan)
     extra = pin_threads(plan)
     workload = load_workload(cell.workload)
     preset = workload.preset(cell.preset, cell.overrides)
@@ -88,12 +92,12 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
         fetch, run_step, per_call = step_driver(plan, step.cell, data)
         if plan.device_memory_counters:
             memory.device_counters_reset()
-        measurement = measure_steps(fetch, run_step, config)
+        measurement = measure_steps(fetch, run_step, config, stop=stop)
         device_peak = memory.device_max_allocated() if plan.device_memory_counters else None
     pool_peak = None
     if not plan.device_memory_counters and config.memory_profile_steps:
         pool_peak = memory.profiled_pool_peak(lambda: run_step(*fetch()).asnumpy(), config.memory_profile_steps,
-                                              Path("profile") / f"rank{rank}")
+                                              Path(tempfile.mkdtemp(prefix=f"profile-rank{rank}-", dir=".")))
     extra.update(amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
                  warmup_s=measurement.warmup, first_step_s=measurement.first_step_s,
                  loss_first=measurement.losses[0], loss_last=measurement.losses[-1])

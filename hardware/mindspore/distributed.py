@@ -1,0 +1,115 @@
+"""`devices > 1`: data parallel through `msrun`, one rank per device, each rank a measured session.
+
+The target writes a request file and launches `msrun --worker_num=N ... distributed.py <request>`;
+every rank runs `init()`, sets DATA_PARALLEL with mean gradients (the step cell then reduces its
+gradients with `nn.DistributedGradReducer`), takes its shard of the data, measures with the common
+protocol, and writes its numbers. The stopping rule is agreed by an AllReduce so every rank runs
+the same number of steps (a rank that stopped alone would leave the others hanging in a collective).
+The cell's step time is the slowest rank's median: a synchronous update waits for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from hardware.mindspore.config import MeasureConfig
+from hardware.mindspore.dataset_cache import free_port
+from msbench.cell import Cell
+from msbench.records import Metrics, Record, StepStats
+
+REQUEST_FILE = "msrun_request.json"
+LOG_DIR = "msrun_log"
+
+
+def msrun_binary() -> Path:
+    return Path(sys.executable).with_name("msrun")
+
+
+def msrun_command(world: int, port: int, request: Path, log_dir: Path) -> list[str]:
+    return [str(msrun_binary()), f"--worker_num={world}", f"--local_worker_num={world}", f"--master_port={port}",
+            "--join=True", f"--log_dir={log_dir}", str(Path(__file__).resolve()), str(request)]
+
+
+def run_distributed(cell: Cell, device: str, config: MeasureConfig) -> Record:
+    world = cell.settings.devices
+    request = Path.cwd() / REQUEST_FILE
+    request.write_text(json.dumps({"cell": cell.to_dict(), "device": device, "config": asdict(config),
+                                   "out": str(Path.cwd())}))
+    log_dir = Path.cwd() / LOG_DIR
+    env = dict(os.environ)   # msrun starts ranks with `python` from PATH: make it this interpreter
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    proc = subprocess.run(msrun_command(world, free_port(), request, log_dir), capture_output=True, text=True,
+                          env=env)
+    ranks = [Path.cwd() / f"rank{r}.json" for r in range(world)]
+    if proc.returncode != 0 or not all(p.exists() for p in ranks):
+        logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(log_dir.glob("worker_*.log")))
+        raise RuntimeError(f"msrun exited {proc.returncode}; ranks without results: "
+                           f"{[p.name for p in ranks if not p.exists()]}\n{proc.stderr[-1000:]}\n{logs}")
+    return combine(cell, device, [json.loads(p.read_text()) for p in ranks])
+
+
+def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
+    """One record from every rank's numbers: the slowest rank's step time, the largest rank's memory."""
+    unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
+    if unsupported:
+        return Record(cell=cell, status="unsupported", reason=unsupported[0])
+    slowest = max(ranks, key=lambda r: r["stats"]["median"])
+    stats = StepStats(**slowest["stats"])
+    biggest = max(ranks, key=lambda r: r["memory"]["headline_bytes"] or 0)
+    global_samples = slowest["global_samples"]
+    metrics = Metrics(
+        step_time_s=stats.median, step_time_stats=stats,
+        throughput=global_samples / stats.median, throughput_per_device=slowest["step_batch"] / stats.median,
+        peak_memory_bytes=biggest["memory"]["headline_bytes"], peak_memory_source=biggest["memory"]["source"],
+        peak_memory_detail=biggest["memory"]["detail"], compile_time_s=slowest["compile_s"],
+        breakdown={"data_wait": slowest["data_s"], "compute": max(0.0, stats.median - slowest["data_s"])},
+        extra={**slowest["extra"], "device": device, "ranks": len(ranks), "slowest_rank": slowest["rank"],
+               "rank_medians": [r["stats"]["median"] for r in ranks], "global_samples_per_step": global_samples,
+               "steps_per_call": 1},
+    )
+    return Record(cell=cell, status="ok", metrics=metrics)
+
+
+def rank_main(request_path: str) -> int:
+    """One rank (run by msrun): init the collective, measure, write rank<N>.json."""
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    request = json.loads(Path(request_path).read_text())
+    cell = Cell.from_dict(request["cell"])
+    config = MeasureConfig(**request["config"])
+    import mindspore as ms
+    from mindspore.communication import get_group_size, get_rank, init
+
+    from hardware.mindspore.backend import apply_context, plan_context
+    from hardware.mindspore.measure import stop_reason
+    from hardware.mindspore.session import run_session
+
+    apply_context(plan_context(cell.settings, request["device"]))
+    init()
+    rank, world = get_rank(), get_group_size()
+    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True, device_num=world)
+    all_reduce = ms.ops.AllReduce()
+
+    def agreed_stop(samples: list[float], elapsed: float, cfg: MeasureConfig) -> str | None:
+        mine = stop_reason(samples, elapsed, cfg)
+        votes = int(all_reduce(ms.Tensor([1.0 if mine else 0.0], ms.float32)).asnumpy()[0])
+        return (mine or "another rank's stopping rule") if votes == world else None
+
+    result = run_session(cell, request["device"], config, rank=rank, world=world, stop=agreed_stop,
+                         context_applied=True)
+    out: dict[str, Any] = {"rank": rank, "unsupported": result.unsupported}
+    if not result.unsupported:
+        m = result.measurement
+        out.update(stats=asdict(m.stats), compile_s=m.compile_s, data_s=m.data_s, step_batch=result.step_batch,
+                   global_samples=result.global_samples, memory=asdict(result.memory), extra=result.extra)
+    Path(request["out"], f"rank{rank}.json").write_text(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(rank_main(sys.argv[1]))

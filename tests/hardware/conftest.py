@@ -1,0 +1,36 @@
+"""Fixtures of the MindSpore-target tests: the toy workload reachable from child processes and a
+small measurement budget, so each real cell run takes a few seconds."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from toy_workload import TOY_NAME  # noqa: E402
+
+
+@pytest.fixture
+def toy_env(scratch, private_cache, monkeypatch):
+    """cwd = scratch, private msbench cache, `toy_workload` importable in children, measuring kept short."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("MSBENCH_MEASURE_TIME_BUDGET_S", "1")
+    monkeypatch.setenv("MSBENCH_MEASURE_MAX_STEPS", "40")
+    return scratch
+
+
+@pytest.fixture
+def toy_cell():
+    """A toy cell on mindspore:cpu with the given knobs (and preset)."""
+    from msbench.cell import Cell
+    from msbench.settings import make_settings
+
+    def make(preset: str = "tiny", overrides: dict | None = None, **knobs) -> Cell:
+        return Cell(workload=TOY_NAME, preset=preset, overrides=overrides or {}, settings=make_settings(knobs),
+                    target="mindspore:cpu")
+    return make

@@ -1,0 +1,102 @@
+"""mindspore:cpu end to end: real toy cells through the runner's isolated child process."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from hardware.mindspore.backend import host_has_avx512
+from hardware.mindspore.target import MindSporeTarget
+from msbench.runner import run_cell
+
+pytestmark = pytest.mark.slow
+
+
+def run(cell, timeout=180.0, **options):
+    return run_cell(cell, options=options, timeout=timeout)
+
+
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_tiny_cell_end_to_end(toy_env, toy_cell, mode):
+    record = run(toy_cell(mode=mode))
+    assert record.status == "ok", record.reason
+    m = record.metrics
+    stats = m.step_time_stats
+    assert m.step_time_s == stats.median > 0 and len(stats.samples) >= 5
+    assert 0 <= stats.ci95_rel and stats.iqr >= 0 and stats.cv >= 0
+    assert m.throughput == pytest.approx(16 / stats.median)        # tiny preset: batch 16, one device
+    assert m.compile_time_s >= 0 and m.extra["first_step_s"] > stats.median
+    assert m.peak_memory_source == "pool+params"
+    assert m.peak_memory_bytes == m.peak_memory_detail["pool_peak"] + m.peak_memory_detail["params"]
+    assert m.peak_memory_detail["rss_peak"] > m.peak_memory_detail["rss_baseline"] > 0
+    assert m.extra["loss_last"] < m.extra["loss_first"]
+    assert m.extra["op_threads"] == len(os.sched_getaffinity(0)) and m.extra["cpu_affinity"]
+    if host_has_avx512():
+        assert m.extra["onednn_max_cpu_isa"] == "AVX2"
+    assert m.accuracy is None                                        # not asked for
+
+
+def test_amp_o2_dynamic_loss_scale_with_accuracy(toy_env, toy_cell):
+    record = run(toy_cell(mode="graph", amp_level="O2", loss_scale="dynamic"), accuracy=True)
+    assert record.status == "ok", record.reason
+    m = record.metrics
+    assert m.extra["amp_effective"] == "fp16, norms fp32"
+    assert m.accuracy_metric == "top1" and m.accuracy > 0.25 + 0.3          # chance is 1/4
+    run_info = m.extra["accuracy_run"]
+    assert run_info["cached"] is False and run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
+    again = run(toy_cell(mode="pynative", amp_level="O2", loss_scale="dynamic"), accuracy=True)
+    assert again.metrics.extra["accuracy_run"]["cached"] is True            # mode is not a numerics knob
+    assert again.metrics.accuracy == m.accuracy
+
+
+def test_recompute_lowers_the_pool_peak(toy_env, toy_cell):
+    peaks = {}
+    for rc in ("none", "full"):
+        record = run(toy_cell(preset="deep", mode="graph", recompute=rc))
+        assert record.status == "ok", record.reason
+        assert record.metrics.extra["recomputed_blocks"] == (8 if rc == "full" else 0)
+        peaks[rc] = record.metrics.peak_memory_detail["pool_peak"]
+    assert peaks["full"] < 0.8 * peaks["none"]
+
+
+def test_two_devices_through_msrun(toy_env, toy_cell):
+    record = run(toy_cell(mode="graph", devices=2), timeout=240)
+    assert record.status == "ok", record.reason
+    m = record.metrics
+    assert m.extra["ranks"] == 2 and len(m.extra["rank_medians"]) == 2
+    assert m.extra["global_samples_per_step"] == 32
+    assert m.throughput == pytest.approx(32 / m.step_time_s)
+    assert m.step_time_s == max(m.extra["rank_medians"])
+    assert m.extra["op_threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+def test_dataset_cache_server_cell(toy_env, toy_cell):
+    record = run(toy_cell(mode="graph", data_format="mindrecord", cache=True))
+    assert record.status == "ok", record.reason
+    assert record.metrics.extra["loss_last"] < record.metrics.extra["loss_first"]
+
+
+def test_memory_exhaustion_is_an_oom_record(toy_env, toy_cell, tmp_path, monkeypatch):
+    """A 100k x 100k hidden layer (40 GB of fp32 weights) under an 8 GB address-space limit."""
+    limited = tmp_path / "python-limited"
+    limited.write_text(f'#!/bin/sh\nulimit -v 8000000\nexec "{sys.executable}" "$@"\n')
+    limited.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(limited))
+    record = run(toy_cell(preset="wide", overrides={"hidden": 100_000}, mode="graph"))
+    assert record.status == "oom", record.reason
+    assert "MemoryError" in record.reason
+
+
+def test_crash_is_a_failed_record_with_the_traceback(toy_env, toy_cell):
+    record = run(toy_cell(overrides={"hidden": 0}))
+    assert record.status == "failed"
+    assert "Traceback" in record.reason and "exit code" in record.reason
+
+
+def test_unsupported_is_reported_without_running(toy_env, toy_cell):
+    record = run(toy_cell(mode="graph", sink=True))
+    assert record.status == "unsupported" and "Ascend/GPU only" in record.reason
+    direct = MindSporeTarget("cpu").run(toy_cell(optimizer="lamb"))
+    assert direct.status == "unsupported" and "Lamb" in direct.reason
