@@ -71,8 +71,8 @@ def compare(record: Record, profile: str) -> Comparison:
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    if len(xs) < 3:
-        return None
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None                       # undefined for fewer than 3 points or a constant side
     from scipy.stats import spearmanr
 
     return float(spearmanr(xs, ys).statistic)

@@ -59,3 +59,8 @@ def flops_of(g: OpGraph) -> int:
 
 def elements(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
+
+
+def many_small(n: int, shape: tuple[int, ...] = (64, 64)) -> OpGraph:
+    """A step of `n` tiny elementwise kernels: dispatch-bound everywhere."""
+    return graph([elementwise(shape) for _ in range(n)])
