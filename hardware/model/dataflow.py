@@ -38,16 +38,22 @@ def scope_phase(node: IrNode) -> str | None:
     return None        # "Expand/_SumExt" (an expanded primitive loses its scope), bare "Default", ""
 
 
-def inherit_phase(node: IrNode, producer_phases: Iterable[str]) -> str:
-    """Phase of an op whose scope says nothing: the latest phase among its producers.
+def op_phase(node: IrNode, producer_phases: Iterable[str]) -> str:
+    """The scope's phase when it names backward, recompute or optimizer work; otherwise the data flow's.
 
-    An expanded op (`Expand/...`) fed by gradients is itself backward; an op in a bare scope fed
-    by gradients (loss-scale unscale, finite checks, accumulation) is update work: optimizer.
+    Work fed by gradients is never forward, whatever its scope says (MindSpore gives the gradient
+    accumulation adds the scope of some forward block): an expanded op (`Expand/...`) fed by
+    gradients is part of backward; any other op fed by gradients (accumulation, loss-scale unscale,
+    finite checks) is update work: optimizer. An op without a telling scope takes the latest phase
+    among its producers (an expanded op inside a recomputed block is recompute work).
     """
+    named = scope_phase(node)
+    if named in ("backward", "recompute", "optimizer"):
+        return named
     latest = max(producer_phases, key=PHASE_RANK.__getitem__, default="forward")
-    if latest == "backward" and not node.scope.startswith("Expand/"):
-        return "optimizer"
-    return latest
+    if latest in ("backward", "optimizer"):
+        return "backward" if latest == "backward" and node.scope.startswith("Expand/") else "optimizer"
+    return named or latest
 
 
 def peak_live(intervals: Iterable[tuple[int, int, int]]) -> int:
@@ -127,7 +133,7 @@ def analyse(graph: IrGraph) -> Analysis:
         if t in STRUCTURAL:
             continue
         producers = [s for a in node.args for s in sources(a)]
-        phase = scope_phase(node) or inherit_phase(node, (phases[k] for k, _ in producers))
+        phase = op_phase(node, [phases[k] for k, _ in producers])
         phases[node.key] = phase
         kernels[node.key] = node
         values[node.key] = tuple((node.key, i) for i in range(max(1, len(node.out_specs))))

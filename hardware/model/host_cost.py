@@ -28,7 +28,7 @@ from msbench.settings import Settings
 
 CACHE_KIND = "host_cost"
 SCHEMA = 1
-REPEATS = 3                 # timed segments; the median is reported
+REPEATS = 5                 # timed segments; the median is reported
 MIN_SAMPLES = 32            # samples per timed segment (at least two batches)
 TIMEOUT_S = 600.0
 
