@@ -162,9 +162,9 @@ def claims_section(frame: pd.DataFrame) -> Section:
     targets = sorted({r.target for r in results})
     if len(targets) < 2:
         notes.append(f"claims are judged on {len(targets)} target(s); run matrices/claims.toml for two chips")
-    missing = sorted({r.claim.key for r in results if r.verdict == claims.NO_DATA})
+    missing = [f"{r.claim.key} on {r.target}" for r in results if r.verdict == claims.NO_DATA]
     if missing:
-        notes.append("no cells for: " + ", ".join(missing) + " (see the 'numbers' column for the cells each needs)")
+        notes.append("no cells for: " + ", ".join(missing) + " (the 'numbers' column says which cells each needs)")
     figures = [Figure("Verdict per claim and target", png) for png in [plots.claims_grid(table)] if png]
     intro = ("Evidence = ok cells of the same workload, preset and target that differ only in the knobs a tip names. "
              "A comparison holds when every check holds, does not hold when every measured check fails, else partly; "

@@ -69,6 +69,7 @@ class Evidence:
     cells: tuple[str, ...]
     values: Mapping[str, float | None]
     verdict: str
+    bound: str | None = None          # what limits the reference cell (compute, memory, host, data, comm)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class Claim:
             out.append(Evidence(
                 workload=rows[0]["workload"], target=rows[0]["target"],
                 labels=tuple(r["label"] for r in rows), cells=tuple(r["cell_id"] for r in rows),
-                values=values, verdict=combine_checks(self.checks, values)))
+                values=values, verdict=combine_checks(self.checks, values),
+                bound=rows[0].get("bound") if isinstance(rows[0].get("bound"), str) else None))
         return out
 
 
@@ -286,7 +288,7 @@ def evaluate_claims(frame: pd.DataFrame) -> list[ClaimResult]:
 
 
 def summarize(result: ClaimResult) -> str:
-    """Numbers behind a verdict, per workload: the range of each check's values."""
+    """Numbers behind a verdict, per workload (with what bounds its reference cells): each check's range."""
     if not result.evidence:
         return f"no cells: needs {result.claim.needs}"
     parts = []
@@ -301,7 +303,9 @@ def summarize(result: ClaimResult) -> str:
                 shown.append(check.show(values[0]))
             else:
                 shown.append(f"{check.show(min(values))}–{check.value_text(max(values))}")
-        parts.append(f"{workload}: " + ", ".join(shown))
+        bounds = sorted({e.bound for e in mine if e.bound})
+        limited = f" ({'/'.join(bounds)}-bound)" if bounds else ""
+        parts.append(f"{workload}{limited}: " + ", ".join(shown))
     return "; ".join(parts)
 
 

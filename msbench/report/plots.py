@@ -25,7 +25,7 @@ def to_png(fig: Figure) -> bytes:
 def panels(count: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure, list]:
     cols = min(3, count)
     rows = math.ceil(count / cols)
-    fig = Figure(figsize=(width * cols, height * rows))
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
     for ax in axes[count:]:
         ax.set_visible(False)
