@@ -29,9 +29,10 @@ def cache_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def graphs(cache_root):
-    """The default step, full recompute and AMP O2 of resnet50/tiny."""
-    return {name: extract_graph(WORKLOAD, PRESET, {}, Settings(**knobs)) for name, knobs in
-            {"plain": {}, "recompute": {"recompute": "full"}, "o2": {"amp_level": "O2"}}.items()}
+    """The default step, full recompute, AMP O2 and two accumulated micro-batches of resnet50/tiny."""
+    variants = {"plain": {}, "recompute": {"recompute": "full"}, "o2": {"amp_level": "O2"},
+                "accum": {"grad_accum": 2, "batch_size": 16}}
+    return {name: extract_graph(WORKLOAD, PRESET, {}, Settings(**knobs)) for name, knobs in variants.items()}
 
 
 @pytest.mark.slow
@@ -73,6 +74,20 @@ def test_amp_o2_adds_casts_and_fp16_convs(graphs):
     assert convs and all(op.inputs[0].dtype == "Float16" for op in convs)
     assert all(op.inputs[0].dtype == "Float32" for op in plain.ops if op.type == "Conv2D")
     assert o2.param_bytes == plain.param_bytes          # parameters stay fp32 under MindSpore AMP
+
+
+@pytest.mark.slow
+def test_grad_accum_unrolls_micro_batches(graphs):
+    plain, accum = graphs["plain"], graphs["accum"]
+    assert (accum.batch_size, accum.grad_accum) == (16, 2)
+    cube = lambda g, phase: sum(op.flops for op in g.ops if op.unit == "cube" and op.phase == phase)  # noqa: E731
+    # Two micro-batches of 16 do the matrix work of one batch of 32, in two copies of each op.
+    assert cube(accum, "forward") == cube(plain, "forward") and cube(accum, "backward") == cube(plain, "backward")
+    assert accum.meta["op_types"]["Conv2D"] == 2 * plain.meta["op_types"]["Conv2D"]
+    # Summing the micro-batch gradients is update work, one Add per gradient, never forward.
+    adds = [op for op in accum.ops if op.type == "Add" and op.phase == "optimizer"]
+    assert len(adds) == accum.meta["trainable_tensors"]
+    assert accum.meta["op_types"]["ApplyMomentum"] == plain.meta["op_types"]["ApplyMomentum"]
 
 
 @pytest.mark.slow
