@@ -21,7 +21,7 @@ from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
 
 CACHE_KIND = "opgraph"
-SCHEMA = 1                       # bump when the parser or the OpGraph layout changes
+SCHEMA = 1                       # bump when the OpGraph layout changes (parser edits change PARSER_SOURCES)
 # The knobs that change the compiled step (mode/jit level/fusion/data knobs do not: the graph is
 # always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
 GRAPH_KNOBS = ("amp_level", "keep_batchnorm_fp32", "recompute", "batch_size", "grad_accum",
@@ -63,6 +63,13 @@ def workload_sources(workload: str) -> list[Path]:
             *(REPO_ROOT / "workloads" / name for name in shared)]
 
 
+def check_preset(workload: str, preset: str, overrides: Mapping[str, Any]) -> None:
+    """Refuse an unknown preset or override here, as a ConfigError, before a child process is started."""
+    from workloads.registry import get_workload
+
+    get_workload(workload).preset(preset, overrides)
+
+
 def graph_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
     knobs = {k: getattr(settings, k) for k in GRAPH_KNOBS}
     return content_key("opgraph", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
@@ -81,6 +88,7 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
         graph = OpGraph.from_dict(cached)
         _LOADED[memo_key] = graph
         return graph
+    check_preset(workload, preset, overrides)
     result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
                           "overrides": overrides, "settings": settings.to_dict()})
     data = {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
@@ -121,9 +129,11 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
     only (Conv2D, MatMul, BatchMatMul, Dense), the convention of published figures (ResNet-50 at
     224²: 4.1 GMAC = 8.2 GFLOPs). Elementwise, norm and pooling work is not counted.
 
-    Exports the network (eval mode, as it is now) to MindIR here, then compiles it in a child process
-    and counts the ops of its final kernel graph, so `ops.matmul` inside `construct` is seen too.
-    `inputs` are MindSpore Tensors or numpy arrays of the shapes to count for.
+    Exports the network to MindIR here (in eval mode; its training flag is restored after), then
+    compiles it in a child process and counts the ops of its final kernel graph, so functional
+    `ops.matmul` calls inside `construct` are seen too. `inputs` are MindSpore Tensors or numpy
+    arrays of the shapes to count for. The export embeds the weights: expect a file of the model's
+    size in the temporary directory for the duration of the call.
     """
     import numpy as np
     import mindspore as ms

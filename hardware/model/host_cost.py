@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hardware.model.extract import ChildError, run_child
-from hardware.model.graph import mindspore_version, workload_sources
+from hardware.model.graph import check_preset, mindspore_version, workload_sources
 from msbench.cache import cache_get, cache_put, content_key, source_hash
 from msbench.settings import Settings
 
@@ -72,6 +72,7 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, s
     cached = cache_get(CACHE_KIND, key)
     if cached is not None:
         return HostCost.from_dict(cached)
+    check_preset(workload, preset, overrides)
     request = {"workload": workload, "preset": preset, "overrides": overrides,
                "data_format": settings.data_format, "batch_size": settings.batch_size, "seed": settings.seed}
     try:

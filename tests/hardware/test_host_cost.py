@@ -37,3 +37,10 @@ def test_round_trips_through_json():
     cost = HostCost(seconds_per_sample=0.001, bytes_per_sample=12, host_cores=2, cpu_model=cpu_model(),
                     batch_size=4, segments_s_per_sample=(0.001, 0.002, 0.0009), samples_timed=96, key="k")
     assert HostCost.from_dict(cost.to_dict()) == cost
+
+
+def test_bad_preset_is_a_config_error(private_cache):
+    from msbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="preset"):
+        host_cost("resnet50", "huge", {}, Settings())

@@ -137,3 +137,14 @@ def test_forward_flops_of_matrix_ops(scratch):
     expected = 2 * (2 * 8 * 16 * 16) * 27 + 2 * (2 * 10) * 2048 + 2 * (2 * 10 * 10) * 1
     assert forward_flops(net, [np.zeros((2, 3, 16, 16), np.float32)]) == expected
     assert net.training                                  # the caller's mode is restored
+
+
+def test_bad_preset_is_a_config_error_before_any_compile(private_cache, monkeypatch):
+    def no_compile(*_args, **_kwargs):
+        raise AssertionError("must not compile")
+
+    monkeypatch.setattr(graph_mod, "run_extract", no_compile)
+    with pytest.raises(ConfigError, match="preset"):
+        extract_graph(WORKLOAD, "huge", {}, Settings())
+    with pytest.raises(ConfigError, match="widht"):
+        extract_graph(WORKLOAD, PRESET, {"widht": 8}, Settings())
