@@ -50,7 +50,7 @@ CUBE = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv
 class IrNode:
     """One CNode of the dump, before costing. `args[i]` is a `%N`/`%paraN_name` reference or None (a constant)."""
 
-    key: str                                   # "<subgraph>/%N"
+    key: str                                   # "<subgraph>/%N" (prefixed "<file no>:" by read_dumps)
     type: str                                  # PrimFunc_ prefix removed
     scope: str
     args: tuple[str | None, ...]
@@ -256,8 +256,9 @@ def first(specs: Sequence[tuple[TensorSpec, ...]], index: int) -> TensorSpec | N
 
 
 def op_flops(node: IrNode) -> int:
-    """2*MAC for matrix ops (cited shapes: MindSpore's NCHW conv weights (Cout, Cin/groups, kh, kw));
-    otherwise ~1 per element of the largest tensor the op touches (elementwise, norm, reduce)."""
+    """2 x MAC for matrix ops (conv weights are NCHW `(Cout, Cin/groups, kh, kw)`, so one output
+    element costs prod(weight.shape[1:]) MACs); any other op ~1 per element of the largest tensor it
+    touches (elementwise, norm, reduce, data movement)."""
     t, ins, outs = node.type, node.in_specs, node.out_specs
     out = outs[0] if outs else None
     if t in ("Conv2D", "Conv3D", "DepthwiseConv2dNative") and out and first(ins, 1):
@@ -278,10 +279,6 @@ def op_flops(node: IrNode) -> int:
 def op_bytes(node: IrNode) -> int:
     """Bytes read plus written if nothing stays on chip: every tensor input and output once."""
     return sum(s.nbytes for group in node.in_specs for s in group) + sum(s.nbytes for s in node.out_specs)
-
-
-def is_kernel(node: IrNode) -> bool:
-    return node.type not in STRUCTURAL and node.type not in VIEWS
 
 
 def to_op(node: IrNode, phase: str) -> Op:
