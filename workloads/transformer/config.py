@@ -28,6 +28,7 @@ class TransformerPreset(Preset):
     decoder_layers: int
     max_positions: int    # learned position table size (BERT 512, GPT-2 1024); 0 = sinusoidal positions
     dropout: float
+    init_std: float       # weights N(0, init_std) (BERT/GPT-2 initializer_range 0.02); 0 = Glorot (Vaswani)
     task: str             # copy|reverse|sort (encoder-decoder), mlm (BERT), lm (GPT-2)
 
     def __post_init__(self) -> None:
@@ -41,6 +42,8 @@ class TransformerPreset(Preset):
             raise ConfigError("seq_len", self.seq_len, f"1..{self.max_positions} (max_positions)", where)
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError("dropout", self.dropout, "0 <= dropout < 1", where)
+        if self.init_std < 0:
+            raise ConfigError("init_std", self.init_std, ">= 0 (0 = Glorot-uniform)", where)
         if self.task not in sum(TASKS.values(), ()):
             raise ConfigError("task", self.task, "|".join(sum(TASKS.values(), ())), where)
 

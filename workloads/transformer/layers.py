@@ -12,14 +12,16 @@ import math
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
-from mindspore.common.initializer import Normal
+from mindspore.common.initializer import Normal, XavierUniform
 
 NEG_INF = -1e4  # additive mask value: exp(-1e4) underflows to 0 in fp32 and fp16 alike
 
 
 def dense(d_in: int, d_out: int, std: float, has_bias: bool = True) -> nn.Dense:
-    """A Dense layer initialised N(0, std) with zero bias (BERT/GPT-2 initialisation)."""
-    return nn.Dense(d_in, d_out, weight_init=Normal(std), bias_init="zeros", has_bias=has_bias)
+    """A Dense layer with zero bias and weights N(0, std) (BERT/GPT-2's initializer_range), or Glorot-uniform
+    when std is 0 (Vaswani et al.'s tensor2tensor and fairseq)."""
+    return nn.Dense(d_in, d_out, weight_init=Normal(std) if std > 0 else XavierUniform(), bias_init="zeros",
+                    has_bias=has_bias)
 
 
 def layer_norm(d: int, eps: float) -> nn.LayerNorm:
@@ -166,14 +168,15 @@ class Embeddings(nn.Cell):
     """Token embedding plus positions: learned (`max_positions` > 0) or sinusoidal (0, scaled by sqrt(d)).
 
     `type_vocab` > 0 adds BERT's segment embedding; `norm_eps` > 0 adds BERT's embedding LayerNorm.
-    The token table is shared with the output projection (`tied_logits`).
+    The token table is shared with the output projection (`tied_logits`); it is N(0, std), or N(0, d^-0.5)
+    when std is 0 (Vaswani et al.).
     """
 
     def __init__(self, vocab_size: int, d_model: int, seq_len: int, max_positions: int, type_vocab: int,
                  dropout: float, norm_eps: float, std: float) -> None:
         super().__init__()
         self.learned_positions = max_positions > 0
-        self.token = nn.Embedding(vocab_size, d_model, embedding_table=Normal(std if self.learned_positions else d_model ** -0.5))
+        self.token = nn.Embedding(vocab_size, d_model, embedding_table=Normal(std if std > 0 else d_model ** -0.5))
         self.scale = 1.0 if self.learned_positions else math.sqrt(d_model)
         if self.learned_positions:
             self.position = nn.Embedding(max_positions, d_model, embedding_table=Normal(std))

@@ -8,9 +8,6 @@ from mindspore import nn, ops
 from workloads.transformer.config import IGNORE_INDEX, PAD, TransformerPreset
 from workloads.transformer.layers import DecoderLayer, Embeddings, EncoderLayer, causal_bias, dense, layer_norm, padding_bias
 
-INIT_STD = 0.02  # BERT and GPT-2 initialise weights N(0, 0.02)
-
-
 class EncoderDecoder(nn.Cell):
     """Vaswani et al. 2017: post-LN ReLU layers, sinusoidal positions, one embedding table shared by the
     source, the target and the pre-softmax projection."""
@@ -18,10 +15,10 @@ class EncoderDecoder(nn.Cell):
     def __init__(self, p: TransformerPreset) -> None:
         super().__init__()
         eps = 1e-6  # tensor2tensor's LayerNorm epsilon
-        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, 0, 0, p.dropout, 0.0, INIT_STD)
-        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "relu", eps, False, INIT_STD)
+        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, 0, 0, p.dropout, 0.0, p.init_std)
+        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "relu", eps, False, p.init_std)
                                     for _ in range(p.layers)])
-        self.decoder = nn.CellList([DecoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "relu", eps, False, INIT_STD)
+        self.decoder = nn.CellList([DecoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "relu", eps, False, p.init_std)
                                     for _ in range(p.decoder_layers)])
         self.causal = causal_bias(p.seq_len)
 
@@ -43,16 +40,16 @@ class Bert(nn.Cell):
     def __init__(self, p: TransformerPreset) -> None:
         super().__init__()
         eps = 1e-12
-        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 2, p.dropout, eps, INIT_STD)
-        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu", eps, False, INIT_STD)
+        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 2, p.dropout, eps, p.init_std)
+        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu", eps, False, p.init_std)
                                     for _ in range(p.layers)])
-        self.mlm_transform = dense(p.d_model, p.d_model, INIT_STD)
+        self.mlm_transform = dense(p.d_model, p.d_model, p.init_std)
         self.mlm_act = nn.GELU(approximate=False)
         self.mlm_norm = layer_norm(p.d_model, eps)
         self.mlm_bias = ms.Parameter(ops.zeros(p.vocab_size, ms.float32), name="mlm_bias")
-        self.pooler = dense(p.d_model, p.d_model, INIT_STD)
+        self.pooler = dense(p.d_model, p.d_model, p.init_std)
         self.pooler_act = nn.Tanh()
-        self.nsp = dense(p.d_model, 2, INIT_STD)
+        self.nsp = dense(p.d_model, 2, p.init_std)
 
     def construct(self, input_ids, token_type_ids, masked_positions):
         bias = padding_bias(input_ids, PAD)
@@ -75,8 +72,8 @@ class GPT2(nn.Cell):
     def __init__(self, p: TransformerPreset) -> None:
         super().__init__()
         eps = 1e-5
-        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 0, p.dropout, 0.0, INIT_STD)
-        self.blocks = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu_tanh", eps, True, INIT_STD)
+        self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 0, p.dropout, 0.0, p.init_std)
+        self.blocks = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu_tanh", eps, True, p.init_std)
                                    for _ in range(p.layers)])
         self.final_norm = layer_norm(p.d_model, eps)
         self.causal = causal_bias(p.seq_len)

@@ -16,7 +16,8 @@ import numpy as np
 from workloads.base import Workload
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
-from workloads.transformer.config import TransformerPreset
+from msbench.errors import ConfigError
+from workloads.transformer.config import TASKS, TransformerPreset
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,9 +54,16 @@ class TransformerWorkload(Workload):
     family: ClassVar[str] = "transformer"
     preset_cls: ClassVar[type[TransformerPreset]] = TransformerPreset
     presets_file: ClassVar[Path] = PRESETS_FILE
+    architecture: ClassVar[str]          # a key of TASKS: encoder-decoder | encoder | decoder
     source_columns: ClassVar[list[str]]
     input_columns: ClassVar[list[str]]
     label_columns: ClassVar[list[str]]
+
+    def preset(self, name: str = "tiny", overrides: Any = None) -> TransformerPreset:
+        preset = super().preset(name, overrides)
+        if preset.task not in TASKS[self.architecture]:
+            raise ConfigError("task", preset.task, "|".join(TASKS[self.architecture]), f"{self.name}.{name}")
+        return preset  # type: ignore[return-value]
 
     # -- what a stack provides ------------------------------------------------------------------
     def source(self, preset: TransformerPreset, split: str) -> SampleSource:
@@ -130,6 +138,7 @@ class EncoderDecoderWorkload(TransformerWorkload):
     """Vaswani et al.'s encoder-decoder on copy/reverse/sort (token accuracy, teacher-forced)."""
 
     metric_name: ClassVar[str] = "token_accuracy"
+    architecture: ClassVar[str] = "encoder-decoder"
     source_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids", "labels"]
     input_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
@@ -152,6 +161,7 @@ class BertWorkload(TransformerWorkload):
     """BERT pre-training: masked LM (headline: accuracy on the masked tokens) and next-sentence prediction."""
 
     metric_name: ClassVar[str] = "mlm_accuracy"
+    architecture: ClassVar[str] = "encoder"
     source_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "nsp_label"]
     input_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "masked_positions"]
     label_columns: ClassVar[list[str]] = ["masked_ids", "nsp_label"]
@@ -182,6 +192,7 @@ class GPT2Workload(TransformerWorkload):
     """GPT-2: next-token prediction on packed grammar documents (token accuracy)."""
 
     metric_name: ClassVar[str] = "token_accuracy"
+    architecture: ClassVar[str] = "decoder"
     source_columns: ClassVar[list[str]] = ["input_ids", "labels"]
     input_columns: ClassVar[list[str]] = ["input_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
