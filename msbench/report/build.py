@@ -11,7 +11,7 @@ import pandas as pd
 from msbench.asv_results import load_results
 from msbench.compare import FLAG_ORDER
 from msbench.report import best, claims, diff, effects, plots, tradeoffs
-from msbench.report.frame import GIB, has_values
+from msbench.report.frame import GIB, brief, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
 from msbench.report.section import Figure, Section, Table
 from msbench.tracked import ACCURACY_TOLERANCE_PP, cell_key
@@ -104,6 +104,7 @@ def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
         if not bad.empty:
             notes.append(f"{len(bad)} of {len(frame)} cells are not ok (listed below); they are left out of "
                          "effects, trade-offs, best settings and claims")
+            bad = bad.assign(reason=bad["reason"].map(brief))
             tables.append(Table("Cells that are not ok", bad[["workload", "target", "label", "status", "reason", "cell_id"]],
                                 links=("cell_id",)))
         for column, what in (("accuracy", "accuracy (run the matrix with accuracy = true): accuracy deltas, "
@@ -207,7 +208,7 @@ def diff_section(sides: Sides, options: Options) -> Section:
 def cells_section(frame: pd.DataFrame) -> Section:
     if frame.empty:
         return Section("Appendix: cells", notes=("no cells",), anchor="cells")
-    shown = frame.assign(peak_gib=frame.get("peak_memory_bytes", pd.Series(dtype=float)) / GIB)
+    shown = frame.assign(peak_gib=frame["peak_memory_bytes"] / GIB, reason=frame["reason"].map(brief))
     columns = [c for c in CELL_COLUMNS if c in shown.columns]
     return Section("Appendix: cells", "Every cell the sections link to, by id.",
                    tables=(Table("Cells", shown[columns]),), anchor="cells")

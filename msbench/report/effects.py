@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, component_columns, contexts,
+from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, brief, component_columns, contexts,
                                   metric, ratio)
 
 EFFECT_COLUMNS = ["workload", "preset", "target", "label", "status", "speedup", "memory_change_pct",
@@ -52,7 +52,7 @@ def knob_effects(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             moved, moved_ms = moved_component(row, base, parts) if ok else (None, None)
             rows.append({
                 "workload": row["workload"], "preset": row["preset"], "target": row["target"],
-                "label": row["label"], "status": row["status"] if ok else f"{row['status']}: {row.get('reason') or ''}".rstrip(": "),
+                "label": row["label"], "status": row["status"] if ok else f"{row['status']}: {brief(row.get('reason'))}".rstrip(": "),
                 "speedup": speed, "memory_change_pct": None if mem is None else (mem - 1.0) * 100.0,
                 "accuracy_delta_pp": accuracy_delta(row, base) if ok else None,
                 "moved": moved, "moved_ms": moved_ms, "bound": row.get("bound") if ok else None,

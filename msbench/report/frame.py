@@ -93,5 +93,14 @@ def accuracy_delta(row: pd.Series, base: pd.Series | None) -> float | None:
     return None if acc is None or base_acc is None else (acc - base_acc) * 100.0
 
 
+def brief(reason: object, limit: int = 160) -> str:
+    """One line of a reason: a traceback's last line says most, a one-line reason stays as it is."""
+    if not isinstance(reason, str) or not reason.strip():
+        return ""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    text = lines[-1] if len(lines) > 1 else lines[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def has_values(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and frame[column].notna().any()

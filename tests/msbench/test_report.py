@@ -153,3 +153,11 @@ def test_device_model_breakdown_becomes_the_five_components():
     assert row["component.compute"] == 0.20 and row["component.host"] == pytest.approx(0.021)
     table, _ = knob_effects(runs.frame)
     assert table.iloc[0]["moved"] == "memory" and table.iloc[0]["moved_ms"] == pytest.approx(-60.0)
+
+
+def test_a_traceback_reason_is_shown_by_its_last_line():
+    base = record(thr=100, peak_gib=1)
+    crashed = record(status="failed", reason="Traceback (most recent call last):\n  File x\nRuntimeError: boom",
+                     amp_level="O2")
+    table, _ = knob_effects(RecordSet.of([base, crashed]).frame)
+    assert table.iloc[0]["status"] == "failed: RuntimeError: boom"
