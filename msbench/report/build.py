@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -27,6 +27,7 @@ class Options:
     tolerance_pp: float = ACCURACY_TOLERANCE_PP
     baselines: tuple[str, ...] = ()
     threshold: float = CHANGE_THRESHOLD
+    plots: bool = True                  # off when only Markdown is written (it carries no plots)
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,17 @@ def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
     return Section("0. Inputs and what is missing", intro, tuple(notes), tuple(tables), anchor="inputs")
 
 
-def effects_section(frame: pd.DataFrame) -> Section:
+def drawn(options: Options, caption: str, draw: Callable[[], bytes | None]) -> list[Figure]:
+    """The figure, when plots are wanted and there is something to draw."""
+    png = draw() if options.plots else None
+    return [Figure(caption, png)] if png else []
+
+
+def effects_section(frame: pd.DataFrame, options: Options) -> Section:
     table, notes = effects.knob_effects(frame) if not frame.empty else (pd.DataFrame(), ["no records"])
-    figures = [Figure("Speed-up of each knob change against the baseline cell", png)
-               for png in [plots.speedup_heatmap(table) if not table.empty else None] if png]
-    figures += [Figure("Time per step by component (ms), per cell", png) for png in [plots.breakdown_bars(frame)] if png]
+    figures = drawn(options, "Speed-up of each knob change against the baseline cell",
+                    lambda: plots.speedup_heatmap(table) if not table.empty else None)
+    figures += drawn(options, "Time per step by component (ms), per cell", lambda: plots.breakdown_bars(frame))
     intro = ("Each cell against the baseline cell (label 'base') of the same workload, preset and target: "
              "speed-up = throughput / baseline throughput; memory change = peak / baseline peak − 1; "
              "the component that moved is the breakdown entry whose time per step changed most.")
@@ -139,8 +146,8 @@ def effects_section(frame: pd.DataFrame) -> Section:
 
 def tradeoffs_section(frame: pd.DataFrame, options: Options) -> Section:
     table, notes = tradeoffs.tradeoffs(frame, options.tolerance_pp) if not frame.empty else (pd.DataFrame(), ["no records"])
-    figures = [Figure("Throughput against peak memory; Pareto front joined; × = over the accuracy tolerance", png)
-               for png in [plots.tradeoff_scatter(table) if not table.empty else None] if png]
+    figures = drawn(options, "Throughput against peak memory; Pareto front joined; × = over the accuracy tolerance",
+                    lambda: plots.tradeoff_scatter(table) if not table.empty else None)
     intro = (f"Pareto-optimal: no other cell of the context within {options.tolerance_pp:g} pp of accuracy loss "
              "has at least its throughput with at most its peak memory.")
     return Section("2. Trade-offs", intro, tuple(notes), (Table("Throughput and peak memory", table, links=("cell_id",)),),
@@ -156,7 +163,7 @@ def best_section(frame: pd.DataFrame, options: Options) -> Section:
                    anchor="best")
 
 
-def claims_section(frame: pd.DataFrame) -> Section:
+def claims_section(frame: pd.DataFrame, options: Options) -> Section:
     results = claims.evaluate_claims(frame) if not frame.empty else []
     table = claims.claims_table(results)
     notes = []
@@ -166,7 +173,7 @@ def claims_section(frame: pd.DataFrame) -> Section:
     missing = [f"{r.claim.key} on {r.target}" for r in results if r.verdict == claims.NO_DATA]
     if missing:
         notes.append("no cells for: " + ", ".join(missing) + " (the 'numbers' column says which cells each needs)")
-    figures = [Figure("Verdict per claim and target", png) for png in [plots.claims_grid(table)] if png]
+    figures = drawn(options, "Verdict per claim and target", lambda: plots.claims_grid(table))
     intro = ("Evidence = ok cells of the same workload, preset and target that differ only in the knobs a tip names. "
              "A comparison holds when every check holds, does not hold when every measured check fails, else partly; "
              "a required check that could not be measured caps it at partly. A chip's verdict combines its comparisons "
@@ -197,7 +204,7 @@ def diff_section(sides: Sides, options: Options) -> Section:
         counts = table["flag"].replace("", "within threshold").value_counts()
         notes.append(", ".join(f"{n} {flag}" for flag, n in counts.items()) +
                      f" (threshold {options.threshold:.0%}, accuracy {options.tolerance_pp:g} pp)")
-    figures = [Figure("Largest changes", png) for png in [plots.diff_bars(table)] if png]
+    figures = drawn(options, "Largest changes", lambda: plots.diff_bars(table))
     intro = ("Direction-aware (msbench.tracked): throughput and accuracy higher is better, seconds per sample "
              "and peak memory lower is better; 'lost' = measured before, not ok now. Regressions first.")
     return Section("5. Commit diff", intro, tuple(notes),
@@ -217,5 +224,6 @@ def cells_section(frame: pd.DataFrame) -> Section:
 def build_report(inputs: Inputs, options: Options) -> list[Section]:
     sides = choose_sides(inputs, options.baselines)
     frame = sides.now.frame
-    return [inputs_section(inputs, sides, options), effects_section(frame), tradeoffs_section(frame, options),
-            best_section(frame, options), claims_section(frame), diff_section(sides, options), cells_section(frame)]
+    return [inputs_section(inputs, sides, options), effects_section(frame, options), tradeoffs_section(frame, options),
+            best_section(frame, options), claims_section(frame, options), diff_section(sides, options),
+            cells_section(frame)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -21,13 +22,13 @@ def write_report(inputs: list[str], html_path: str | None, md_path: str | None, 
         raise ConfigError("--memory-cap", options.memory_cap_gib, "a positive number of GiB")
     if options.tolerance_pp < 0:
         raise ConfigError("--accuracy-tolerance", options.tolerance_pp, "a number of pp >= 0")
+    if not html_path and not md_path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        html_path, md_path = str(DEFAULT_DIR / f"report-{stamp}.html"), str(DEFAULT_DIR / f"report-{stamp}.md")
     loaded = load_inputs(inputs)
-    sections = build_report(loaded, options)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    sections = build_report(loaded, dataclasses.replace(options, plots=bool(html_path)))
     preamble = [f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
                 f"{len(loaded.runs.records)} record(s) and {len(loaded.asv_dirs)} asv results directory(ies)."]
-    if not html_path and not md_path:
-        html_path, md_path = str(DEFAULT_DIR / f"report-{stamp}.html"), str(DEFAULT_DIR / f"report-{stamp}.md")
     written = []
     for path, text in ((html_path, lambda: html_page(TITLE, sections, preamble)),
                        (md_path, lambda: markdown(TITLE, sections, preamble))):

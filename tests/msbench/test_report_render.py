@@ -28,10 +28,11 @@ def write_run(path: Path, records) -> Path:
     return path
 
 
-def report(tmp_path: Path, *inputs: str, extra: tuple[str, ...] = ()) -> tuple[str, str]:
+def report(tmp_path: Path, *inputs: str, extra: tuple[str, ...] = (), with_html: bool = True) -> tuple[str, str]:
     html, md = tmp_path / "out" / "r.html", tmp_path / "out" / "r.md"
-    assert main(["report", *inputs, "--html", str(html), "--md", str(md), *extra]) == 0
-    return html.read_text(), md.read_text()
+    out = ["--html", str(html)] if with_html else []
+    assert main(["report", *inputs, *out, "--md", str(md), *extra]) == 0
+    return html.read_text() if with_html else "", md.read_text()
 
 
 def test_full_report_is_self_contained(tmp_path):
@@ -86,7 +87,7 @@ def commit_pair():
 def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
     before, after = commit_pair()
     inputs = load_inputs([write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)])
-    sections = build_report(inputs, Options())
+    sections = build_report(inputs, Options(plots=False))
     diff = next(s for s in sections if s.anchor == "diff")
     table, env = diff.tables[0].frame, diff.tables[1].frame
     bad = table["flag"].isin(["regression", "lost"])
@@ -111,11 +112,11 @@ def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
 def test_baseline_by_commit_and_by_path(tmp_path):
     before, after = commit_pair()
     a, b = write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)
-    _, md = report(tmp_path, str(a), str(b), extra=("--baseline", "aaaa"))
+    _, md = report(tmp_path, str(a), str(b), extra=("--baseline", "aaaa"), with_html=False)
     assert "regression" in md and "| numpy" in md
-    _, md = report(tmp_path, str(b), extra=("--baseline", str(a)))
+    _, md = report(tmp_path, str(b), extra=("--baseline", str(a)), with_html=False)
     assert "commit baseline: the records in" in md and "| numpy" in md
-    _, md = report(tmp_path, str(b), extra=("--baseline", "ffff"))
+    _, md = report(tmp_path, str(b), extra=("--baseline", "ffff"), with_html=False)
     assert "no records of that commit" in md
 
 
@@ -123,7 +124,7 @@ def test_asv_results_are_summarised_and_diffed(tmp_path):
     root = tmp_path / "asv"
     write_asv(root, "1" * 40, 1000, [100.0, 50.0])
     write_asv(root, "2" * 40, 2000, [80.0, None])
-    sections = build_report(load_inputs([root]), Options())
+    sections = build_report(load_inputs([root]), Options(plots=False))
     summary = sections[0].tables[-1].frame
     assert summary["value"].tolist()[0] == 80.0 and set(summary["status"]) == {"ok", "failed"}
     diff = next(s for s in sections if s.anchor == "diff")
@@ -131,7 +132,7 @@ def test_asv_results_are_summarised_and_diffed(tmp_path):
     assert table["flag"].tolist() == ["regression", "lost"]
     assert table.iloc[0]["change"] == pytest.approx(-20.0) and table.iloc[0]["variant"] == "base"
     assert any("asv: 2222222222 against 1111111111" in n for n in diff.notes)
-    _, md = report(tmp_path, str(root), extra=("--baseline", "1111"))
+    _, md = report(tmp_path, str(root), extra=("--baseline", "1111"), with_html=False)
     assert "regression" in md
 
 
@@ -151,3 +152,10 @@ def test_default_output_paths(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out.split()
     assert [Path(p).suffix for p in printed] == [".html", ".md"]
     assert all((tmp_path / p).is_file() and p.startswith("results/reports/") for p in printed)
+
+
+def test_markdown_only_draws_no_plots(tmp_path):
+    run = write_run(tmp_path / "r.jsonl", claims_records())
+    sections = build_report(load_inputs([run]), Options(plots=False))
+    assert not any(s.figures for s in sections)
+    assert any(s.figures for s in build_report(load_inputs([run]), Options()))
