@@ -147,7 +147,9 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
             ms.export(network, *tensors, file_name=str(Path(tmp) / "net"), file_format="MINDIR")
         finally:
             network.set_train(was_training)
-        result = run_extract({"kind": "mindir", "path": str(Path(tmp) / "net.mindir"), "inputs": specs})
+        # Over 1 GiB of weights, MindSpore writes net_graph.mindir plus a net_variables/ folder instead.
+        exported = next(p for p in (Path(tmp) / "net.mindir", Path(tmp) / "net_graph.mindir") if p.exists())
+        result = run_extract({"kind": "mindir", "path": str(exported), "inputs": specs})
     return sum(op["flops"] for op in result["ops"] if op["unit"] == "cube")
 
 
