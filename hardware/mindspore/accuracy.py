@@ -31,7 +31,6 @@ NUMERICS_KNOBS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size"
                   "lr_schedule", "seed")
 CACHE_KIND = "accuracy"
 RESULT_PREFIX = "MSBENCH_ACCURACY "
-SHARED_SOURCES = ("workloads/base.py", "workloads/pipeline.py", "workloads/train_step.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -63,12 +62,16 @@ def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
     return "tiny", (dict(cell.overrides) if cell.preset == "tiny" else {})
 
 
-def workload_sources(workload: object) -> list[Path]:
+def workload_sources(workload: Any) -> list[Path]:
+    """What the accuracy depends on: the workload's package (a `workloads/<family>/` folder) or, for a
+    workload outside it, its module and presets file; plus the shared top-level modules of workloads/
+    (base, pipeline, train_step, shared family code)."""
     import inspect
 
-    module_file = Path(inspect.getfile(type(workload)))
-    package = module_file.parent if module_file.parent.name != "workloads" else module_file
-    return [package, *(ROOT / p for p in SHARED_SOURCES), Path(__file__)]
+    module_file = Path(inspect.getfile(type(workload))).resolve()
+    in_family = module_file.parent.parent == ROOT / "workloads"
+    own = [module_file.parent] if in_family else [module_file, Path(workload.presets_file)]
+    return [*own, *sorted((ROOT / "workloads").glob("*.py")), Path(__file__)]
 
 
 def accuracy_key(cell: Cell) -> str:

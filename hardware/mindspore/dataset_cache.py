@@ -1,6 +1,8 @@
 """MindSpore's dataset cache server, started and stopped around a cell that sets `cache=true`.
 
-The `dataset-cache` binary ships in the venv's bin/. The server runs on a free port of its own (other
+The `dataset-cache` admin binary ships inside the mindspore package (`utils/bin/`; the venv's
+`bin/dataset-cache` is a Python wrapper that imports all of MindSpore just to exec it, so it is
+called directly, with the environment that wrapper sets). The server runs on a free port of its own (other
 runs on the host may have theirs on the default 50052); the client finds it through `MS_CACHE_PORT`
 (read by mindspore.dataset's CacheClient) and the session through the variable that
 workloads/pipeline.py reads.
@@ -8,11 +10,11 @@ workloads/pipeline.py reads.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from types import TracebackType
 
@@ -22,8 +24,26 @@ PORT_ENV = "MS_CACHE_PORT"
 SESSION_LINE = re.compile(r"Session created for server on port (\d+): (\d+)")
 
 
+def mindspore_dir() -> Path:
+    """The installed mindspore package, found without importing it."""
+    spec = importlib.util.find_spec("mindspore")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("mindspore is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def cache_binary() -> Path:
-    return Path(sys.executable).with_name("dataset-cache")
+    return mindspore_dir() / "utils" / "bin" / "dataset-cache"
+
+
+def admin_env() -> dict[str, str]:
+    """What mindspore.dataset.engine.cache_admin sets before exec'ing the binary."""
+    ms_dir = mindspore_dir()
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(ms_dir / ".." / ".." / ".."),
+                                                          env.get("LD_LIBRARY_PATH")]))
+    env["LD_PRELOAD"] = str(ms_dir / "lib" / "libnnacl.so")
+    return env
 
 
 def free_port() -> int:
@@ -43,12 +63,12 @@ class DatasetCacheServer:
         self._saved: dict[str, str | None] = {}
 
     def _admin(self, *args: str) -> str:
-        env = dict(os.environ)
+        env = admin_env()
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             env["GLOG_log_dir"] = str(self.log_dir)
         proc = subprocess.run([str(cache_binary()), *args, "-p", str(self.port)], capture_output=True, text=True,
-                              timeout=60, env=env)
+                              timeout=60, env=env, cwd=cache_binary().parent)
         out = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise RuntimeError(f"dataset-cache {' '.join(args)} failed (exit {proc.returncode}): {out.strip()[-500:]}")
@@ -75,8 +95,4 @@ class DatasetCacheServer:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        try:
-            if self.session is not None:
-                self._admin("-d", str(self.session))
-        finally:
-            self._admin("--stop")
+        self._admin("--stop")     # ends the server and its sessions

@@ -8,6 +8,7 @@ turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells g
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hardware.mindspore.backend import unsupported_reason
@@ -58,7 +59,7 @@ class MindSporeTarget:
         from hardware.mindspore.session import run_session
 
         if cell.settings.cache:
-            with DatasetCacheServer():
+            with DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log"):
                 result = run_session(cell, self.device, self.config)
         else:
             result = run_session(cell, self.device, self.config)

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from hardware.mindspore.accuracy import accuracy_in_subprocess
 from hardware.mindspore.backend import host_has_avx512
 from hardware.mindspore.target import MindSporeTarget
 from msbench.runner import run_cell
@@ -24,7 +25,7 @@ def test_tiny_cell_end_to_end(toy_env, toy_cell, mode):
     assert record.status == "ok", record.reason
     m = record.metrics
     stats = m.step_time_stats
-    assert m.step_time_s == stats.median > 0 and len(stats.samples) >= 5
+    assert m.step_time_s == stats.median > 0 and len(stats.samples) >= 4
     assert 0 <= stats.ci95_rel and stats.iqr >= 0 and stats.cv >= 0
     assert m.throughput == pytest.approx(16 / stats.median)        # tiny preset: batch 16, one device
     assert m.compile_time_s >= 0 and m.extra["first_step_s"] > stats.median
@@ -46,15 +47,14 @@ def test_amp_o2_dynamic_loss_scale_with_accuracy(toy_env, toy_cell):
     assert m.accuracy_metric == "top1" and m.accuracy > 0.25 + 0.3          # chance is 1/4
     run_info = m.extra["accuracy_run"]
     assert run_info["cached"] is False and run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
-    again = run(toy_cell(mode="pynative", amp_level="O2", loss_scale="dynamic"), accuracy=True)
-    assert again.metrics.extra["accuracy_run"]["cached"] is True            # mode is not a numerics knob
-    assert again.metrics.accuracy == m.accuracy
+    again = accuracy_in_subprocess(toy_cell(mode="pynative", amp_level="O2", loss_scale="dynamic"))
+    assert again.cached is True and again.value == m.accuracy          # mode is not a numerics knob
 
 
 def test_recompute_lowers_the_pool_peak(toy_env, toy_cell):
     peaks = {}
     for rc in ("none", "full"):
-        record = run(toy_cell(preset="deep", mode="graph", recompute=rc))
+        record = run(toy_cell(preset="deep", mode="graph", recompute=rc, batch_size=512))
         assert record.status == "ok", record.reason
         assert record.metrics.extra["recomputed_blocks"] == (8 if rc == "full" else 0)
         peaks[rc] = record.metrics.peak_memory_detail["pool_peak"]

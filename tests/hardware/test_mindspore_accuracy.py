@@ -1,0 +1,58 @@
+"""Accuracy runs: which knobs matter, the cache key, and runs that cannot be made."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware.mindspore.accuracy import (NUMERICS_KNOBS, accuracy_key, accuracy_preset, accuracy_settings,
+                                         measure_accuracy, workload_sources)
+from hardware.mindspore.resolve import load_workload
+from msbench.errors import ConfigError
+from msbench.settings import make_settings
+
+
+def test_only_numerics_knobs_are_kept():
+    s = make_settings({"mode": "pynative", "workers": 2, "prefetch": 4, "amp_level": "O2", "loss_scale": "static",
+                       "batch_size": 8, "grad_accum": 2, "optimizer": "adam", "lr_schedule": "cosine", "seed": 7})
+    acc = accuracy_settings(s)
+    assert acc.mode == "graph" and acc.workers == 1 and acc.prefetch == 16
+    for knob in NUMERICS_KNOBS:
+        assert getattr(acc, knob) == getattr(s, knob)
+
+
+def test_data_parallel_trains_as_accumulated_micro_batches():
+    acc = accuracy_settings(make_settings({"devices": 4, "grad_accum": 2, "batch_size": 8}))
+    assert (acc.devices, acc.grad_accum, acc.batch_size) == (1, 8, 8)
+
+
+def test_key_ignores_speed_knobs_and_follows_numerics(toy_cell):
+    base = accuracy_key(toy_cell(mode="graph"))
+    assert accuracy_key(toy_cell(mode="pynative", workers=2)) == base
+    assert accuracy_key(toy_cell(amp_level="O2")) != base
+    assert accuracy_key(toy_cell(seed=2)) != base
+    assert accuracy_key(toy_cell(overrides={"hidden": 16})) != base
+
+
+def test_accuracy_uses_the_tiny_preset(toy_cell):
+    assert accuracy_preset(toy_cell(preset="wide", overrides={"hidden": 8})) == ("tiny", {})
+    assert accuracy_preset(toy_cell(overrides={"hidden": 8})) == ("tiny", {"hidden": 8})
+
+
+def test_sources_of_a_family_package_and_of_a_lone_module(toy_cell):
+    lone = workload_sources(load_workload(toy_cell().workload))
+    assert [p.name for p in lone[:2]] == ["toy_workload.py", "toy_presets.toml"]
+    assert any(p.name == "train_step.py" for p in lone)
+    resnet = workload_sources(load_workload("resnet50"))
+    assert resnet[0].name == "resnet50" and resnet[0].is_dir()
+
+
+@pytest.mark.parametrize("knobs,needle", [({"optimizer": "lamb"}, "no CPU kernel for Lamb"),
+                                          ({"batch_size": 512}, "exceed the 256 training samples")])
+def test_impossible_runs_say_why(toy_cell, private_cache, knobs, needle):
+    result = measure_accuracy(toy_cell(**knobs))
+    assert result.value is None and needle in result.reason
+
+
+def test_unknown_workload_path_is_a_config_error():
+    with pytest.raises(ConfigError, match="workload"):
+        load_workload("msbench.cell:Cell")

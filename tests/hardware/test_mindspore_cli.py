@@ -1,0 +1,41 @@
+"""`msbench measure`: one cell through the runner, printed as JSON or a table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from msbench.cli import main
+
+
+def test_measure_json_of_an_unsupported_cell(scratch, capsys):
+    code = main(["measure", "resnet50", "--set", "mode=graph", "--set", "sink=true", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert record["status"] == "unsupported" and "sink=true" in record["reason"]
+    assert record["cell"]["target"] == "mindspore:cpu" and record["cell"]["settings"]["sink"] is True
+
+
+def test_measure_table(scratch, capsys):
+    assert main(["measure", "resnet50", "--set", "optimizer=lars"]) == 0
+    out = capsys.readouterr().out
+    assert "unsupported" in out and "LARSUpdate" in out
+
+
+def test_measure_refuses_bad_knobs(scratch, capsys):
+    assert main(["measure", "resnet50", "--set", "amp_level=O9"]) == 2
+    assert "amp_level='O9' is not allowed" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
+    for name, value in (("TIME_BUDGET_S", "0.5"), ("MIN_STEPS", "4"), ("WARMUP_STEPS", "1"),
+                        ("MEMORY_PROFILE_STEPS", "0")):
+        monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", value)
+    assert main(["measure", "resnet50", "--set", "mode=graph", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert m["step_time_s"] > 0 and m["peak_memory_source"] == "rss"    # no profiler steps: RSS headline
+    assert m["throughput"] == pytest.approx(m["extra"]["global_samples_per_step"] / m["step_time_s"])
