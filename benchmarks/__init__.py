@@ -5,13 +5,12 @@ commit, so everything that can change a number (workloads, device model, runner)
 commit; this folder only names cells and reads their records. MindSpore is never imported here.
 
 Environment: MSBENCH_MATRIX (default matrices/nightly.toml), MSBENCH_TARGET (default
-model:ascend910b), MSBENCH_ASV_RUNS (keep each commit's records there; default: a temp dir).
+model:ascend910b), MSBENCH_ASV_RUNS (keep each commit's records there; default: asv's temp dir).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ def evaluate_matrix() -> Table:
     from msbench.store import RunStore
     from msbench.tracked import cell_key, tracked_values
 
-    out = os.environ.get("MSBENCH_ASV_RUNS") or tempfile.mkdtemp(prefix="msbench-asv-")
+    out = os.environ.get("MSBENCH_ASV_RUNS") or "runs"     # asv runs setup_cache in a temp dir it removes
     result = run_matrix(matrix_path(), target=target(), out=out, progress=False)
     table: Table = {}
     for record in RunStore(result.path).load():
