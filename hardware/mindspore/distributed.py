@@ -21,7 +21,7 @@ from typing import Any
 from hardware.mindspore.config import MeasureConfig
 from hardware.mindspore.dataset_cache import free_port
 from msbench.cell import Cell
-from msbench.records import Metrics, Record, StepStats
+from msbench.records import Record, StepStats
 
 REQUEST_FILE = "msrun_request.json"
 LOG_DIR = "msrun_log"
@@ -59,20 +59,17 @@ def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
     unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
     if unsupported:
         return Record(cell=cell, status="unsupported", reason=unsupported[0])
+    from hardware.mindspore.memory import MemoryReport
+    from hardware.mindspore.target import make_metrics
+
     slowest = max(ranks, key=lambda r: r["stats"]["median"])
-    stats = StepStats(**slowest["stats"])
     biggest = max(ranks, key=lambda r: r["memory"]["headline_bytes"] or 0)
-    global_samples = slowest["global_samples"]
-    metrics = Metrics(
-        step_time_s=stats.median, step_time_stats=stats,
-        throughput=global_samples / stats.median, throughput_per_device=slowest["step_batch"] / stats.median,
-        peak_memory_bytes=biggest["memory"]["headline_bytes"], peak_memory_source=biggest["memory"]["source"],
-        peak_memory_detail=biggest["memory"]["detail"], compile_time_s=slowest["compile_s"],
-        breakdown={"data_wait": slowest["data_s"], "compute": max(0.0, stats.median - slowest["data_s"])},
-        extra={**slowest["extra"], "device": device, "ranks": len(ranks), "slowest_rank": slowest["rank"],
-               "rank_medians": [r["stats"]["median"] for r in ranks], "global_samples_per_step": global_samples,
-               "steps_per_call": 1},
-    )
+    metrics = make_metrics(stats=StepStats(**slowest["stats"]), data_s=slowest["data_s"],
+                           compile_s=slowest["compile_s"], global_samples=slowest["global_samples"],
+                           step_batch=slowest["step_batch"], memory=MemoryReport(**biggest["memory"]),
+                           extra={**slowest["extra"], "device": device, "ranks": len(ranks), "steps_per_call": 1,
+                                  "slowest_rank": slowest["rank"],
+                                  "rank_medians": [r["stats"]["median"] for r in ranks]})
     return Record(cell=cell, status="ok", metrics=metrics)
 
 

@@ -64,7 +64,8 @@ def step_driver(plan: ContextPlan, cell: Any, data: Any) -> tuple[Callable[[], t
         import mindspore as ms
 
         per_call = sink_steps_per_call(plan, data.get_dataset_size())
-        return (lambda: ()), ms.data_sink(cell, data, sink_size=per_call), per_call
+        jit = ms.JitConfig(jit_level=plan.jit_level) if plan.jit_level else None
+        return (lambda: ()), ms.data_sink(cell, data, sink_size=per_call, jit_config=jit), per_call
     iterator = data.repeat().create_tuple_iterator(num_epochs=1)
     return (lambda: next(iterator)), cell, 1
 

@@ -7,15 +7,19 @@ turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells g
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
 from msbench.cell import Cell
 from msbench.records import Metrics, Record, StepStats
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hardware.mindspore.memory import MemoryReport
 
 
 class MindSporeTarget:
@@ -40,12 +44,13 @@ class MindSporeTarget:
         if reason:
             return Record(cell=cell, status="unsupported", reason=reason)
         try:
-            if cell.settings.devices > 1:
-                from hardware.mindspore.distributed import run_distributed
+            with self._dataset_cache(cell):
+                if cell.settings.devices > 1:
+                    from hardware.mindspore.distributed import run_distributed
 
-                record = run_distributed(cell, self.device, self.config)
-            else:
-                record = self._run_local(cell)
+                    record = run_distributed(cell, self.device, self.config)
+                else:
+                    record = self._run_local(cell)
         except Exception as err:  # noqa: BLE001 - only MindSpore's OOM is turned into a record here
             if is_mindspore_oom(err):
                 return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
@@ -54,31 +59,39 @@ class MindSporeTarget:
             add_accuracy(record)
         return record
 
-    def _run_local(self, cell: Cell) -> Record:
+    @staticmethod
+    def _dataset_cache(cell: Cell) -> AbstractContextManager:
+        """MindSpore's cache server for the cell's lifetime when `cache=true` (msrun ranks inherit its env)."""
+        if not cell.settings.cache:
+            return nullcontext()
         from hardware.mindspore.dataset_cache import DatasetCacheServer
+
+        return DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log")
+
+    def _run_local(self, cell: Cell) -> Record:
         from hardware.mindspore.session import run_session
 
-        if cell.settings.cache:
-            with DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log"):
-                result = run_session(cell, self.device, self.config)
-        else:
-            result = run_session(cell, self.device, self.config)
+        result = run_session(cell, self.device, self.config)
         if result.unsupported:
             return Record(cell=cell, status="unsupported", reason=result.unsupported)
         m = result.measurement
-        stats = per_step(m.stats, result.steps_per_call)
-        metrics = Metrics(
-            step_time_s=stats.median, step_time_stats=stats,
-            throughput=result.global_samples / stats.median,
-            throughput_per_device=result.step_batch / stats.median,
-            peak_memory_bytes=result.memory.headline_bytes, peak_memory_source=result.memory.source,
-            peak_memory_detail=result.memory.detail, compile_time_s=m.compile_s,
-            breakdown={"data_wait": m.data_s / result.steps_per_call,
-                       "compute": max(0.0, stats.median - m.data_s / result.steps_per_call)},
-            extra={**result.extra, "global_samples_per_step": result.global_samples,
-                   "steps_per_call": result.steps_per_call, "device": self.device},
-        )
+        metrics = make_metrics(stats=per_step(m.stats, result.steps_per_call), data_s=m.data_s / result.steps_per_call,
+                               compile_s=m.compile_s, global_samples=result.global_samples,
+                               step_batch=result.step_batch, memory=result.memory,
+                               extra={**result.extra, "steps_per_call": result.steps_per_call, "device": self.device})
         return Record(cell=cell, status="ok", metrics=metrics)
+
+
+def make_metrics(*, stats: StepStats, data_s: float, compile_s: float, global_samples: int, step_batch: int,
+                 memory: "MemoryReport", extra: dict[str, Any]) -> Metrics:
+    """Record metrics of a measured session: throughput = global samples per step / median step time."""
+    return Metrics(
+        step_time_s=stats.median, step_time_stats=stats,
+        throughput=global_samples / stats.median, throughput_per_device=step_batch / stats.median,
+        peak_memory_bytes=memory.headline_bytes, peak_memory_source=memory.source, peak_memory_detail=memory.detail,
+        compile_time_s=compile_s, breakdown={"data_wait": data_s, "compute": max(0.0, stats.median - data_s)},
+        extra={**extra, "global_samples_per_step": global_samples},
+    )
 
 
 def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
