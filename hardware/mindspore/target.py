@@ -7,6 +7,7 @@ turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells g
 
 from __future__ import annotations
 
+import subprocess
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -103,10 +104,16 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
 
 
 def add_accuracy(record: Record) -> None:
-    """Fill metrics.accuracy from the (cached) tiny-preset training run; the runner fills the delta."""
+    """Fill metrics.accuracy from the (cached) tiny-preset training run; the runner fills the delta.
+    Used by the device-model target too."""
     from hardware.mindspore.accuracy import accuracy_in_subprocess
 
-    result = accuracy_in_subprocess(record.cell)
+    try:
+        result = accuracy_in_subprocess(record.cell)
+    except (RuntimeError, subprocess.TimeoutExpired) as err:
+        # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
+        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
+        return
     record.metrics.accuracy_metric = result.metric
     record.metrics.accuracy = result.value
     info: dict[str, Any] = {"key": result.key, "cached": result.cached, "epochs": result.epochs,

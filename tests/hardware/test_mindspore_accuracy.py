@@ -56,3 +56,13 @@ def test_impossible_runs_say_why(toy_cell, private_cache, knobs, needle):
 def test_unknown_workload_path_is_a_config_error():
     with pytest.raises(ConfigError, match="workload"):
         load_workload("msbench.cell:Cell")
+
+
+def test_a_failed_accuracy_run_is_recorded_not_raised(toy_env, toy_cell):
+    from hardware.mindspore.target import add_accuracy
+    from msbench.records import Record
+
+    record = Record(cell=toy_cell(overrides={"hidden": 0}), status="ok")
+    add_accuracy(record)
+    assert record.metrics.accuracy is None
+    assert "accuracy run failed" in record.metrics.extra["accuracy_run"]["reason"]
