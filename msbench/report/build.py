@@ -93,6 +93,9 @@ def asv_summary(dirs: Sequence[Path]) -> pd.DataFrame:
 def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
     frame = sides.now.frame
     notes = list(sides.notes)
+    for run, commits in inputs.runs.spanning_runs().items():
+        notes.append(f"run {run} was made across {len(commits)} commits ({', '.join(map(short, commits))}): "
+                     "its records count as the commit of its first record")
     tables = []
     if frame.empty:
         notes.append("no msbench records in the inputs: sections 1-4 are empty")

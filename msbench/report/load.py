@@ -29,33 +29,49 @@ EMPTY_COLUMNS = ["cell_id", "workload", "preset", "overrides", "target", "label"
 
 @dataclass(frozen=True)
 class RecordSet:
-    """Records and their pandas frame, row i of the frame being record i."""
+    """Records and their pandas frame, row i of the frame being record i.
+
+    A record's commit is its run's: the commit of the run's first record. A run resumed after the
+    tree moved on (or run while others commit) stays one side of a commit diff.
+    """
 
     records: tuple[Record, ...]
     frame: pd.DataFrame
 
     @classmethod
     def of(cls, records: Iterable[Record]) -> "RecordSet":
-        kept = latest_per_cell(records)
+        records = list(records)
+        commits = run_commits(records)
+        kept = latest_per_cell(records, commits)
         frame = records_frame(kept) if kept else pd.DataFrame(columns=EMPTY_COLUMNS)
         if kept:
             frame = frame.reset_index(drop=True)
             frame["overrides"] = [canonical_json(dict(r.cell.overrides)) for r in kept]
-            frame["commit"] = [commit_of(r) for r in kept]
+            frame["commit"] = [commit_of(r, commits) for r in kept]
             parts = pd.DataFrame([components(r.metrics) for r in kept]).add_prefix("component.")
             frame = pd.concat([frame, parts], axis=1)
         return cls(tuple(kept), frame)
 
     def commits(self) -> list[str]:
         """Commits present, oldest first (by the earliest record of each)."""
+        commits = run_commits(self.records)
         first: dict[str, float] = {}
         for rec in self.records:
-            c = commit_of(rec)
+            c = commit_of(rec, commits)
             first[c] = min(first.get(c, rec.started_at), rec.started_at)
         return sorted(first, key=lambda c: first[c])
 
     def of_commit(self, prefix: str) -> "RecordSet":
-        return RecordSet.of(r for r in self.records if commit_of(r).startswith(prefix))
+        commits = run_commits(self.records)
+        return RecordSet.of(r for r in self.records if commit_of(r, commits).startswith(prefix))
+
+    def spanning_runs(self) -> dict[str, list[str]]:
+        """Runs whose records were made at more than one commit: run id -> those commits."""
+        seen: dict[str, set[str]] = {}
+        for rec in self.records:
+            if rec.run_id:
+                seen.setdefault(rec.run_id, set()).add(record_commit(rec))
+        return {run: sorted(c) for run, c in sorted(seen.items()) if len(c) > 1}
 
 
 @dataclass(frozen=True)
@@ -65,14 +81,27 @@ class Inputs:
     sources: tuple[str, ...]
 
 
-def commit_of(record: Record) -> str:
+def record_commit(record: Record) -> str:
     return str(record.provenance.get("commit") or UNKNOWN_COMMIT)
 
 
-def latest_per_cell(records: Iterable[Record]) -> list[Record]:
+def run_commits(records: Iterable[Record]) -> dict[str, str]:
+    """Run id -> the commit of the run's first record."""
+    first: dict[str, Record] = {}
+    for rec in records:
+        if rec.run_id and (rec.run_id not in first or rec.started_at < first[rec.run_id].started_at):
+            first[rec.run_id] = rec
+    return {run: record_commit(rec) for run, rec in first.items()}
+
+
+def commit_of(record: Record, run_commit: dict[str, str]) -> str:
+    return run_commit.get(record.run_id) or record_commit(record)
+
+
+def latest_per_cell(records: Iterable[Record], run_commit: dict[str, str]) -> list[Record]:
     latest: dict[tuple[str, str], Record] = {}
     for rec in records:
-        key = (rec.cell_id, commit_of(rec))
+        key = (rec.cell_id, commit_of(rec, run_commit))
         if key not in latest or rec.started_at >= latest[key].started_at:
             latest[key] = rec
     return sorted(latest.values(), key=lambda r: (r.cell.workload, r.cell.target, r.cell.label, r.cell_id))

@@ -159,3 +159,15 @@ def test_markdown_only_draws_no_plots(tmp_path):
     sections = build_report(load_inputs([run]), Options(plots=False))
     assert not any(s.figures for s in sections)
     assert any(s.figures for s in build_report(load_inputs([run]), Options()))
+
+
+def test_a_run_made_across_commits_is_one_side(tmp_path):
+    records = claims_records()
+    for i, rec in enumerate(records):
+        rec.run_id = "claims"
+        rec.started_at = float(i)
+        rec.provenance["commit"] = "a" * 40 if i < 3 else "b" * 40
+    sections = build_report(load_inputs([write_run(tmp_path / "r.jsonl", records)]), Options(plots=False))
+    assert any("run claims was made across 2 commits" in n for n in sections[0].notes)
+    assert len(sections[1].tables[0].frame) == len(records) - 1          # every cell against one base
+    assert any("results of one commit only" in n for n in sections[5].notes)
