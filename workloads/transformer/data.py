@@ -22,6 +22,7 @@ BOS, EOS = 1, 2                   # encoder-decoder specials; symbols start at 3
 CLS, SEP, MASK = 1, 2, 3          # BERT specials; words start at 4
 DOC_END = 1                       # GPT-2 document separator; words start at 2
 TOPICS = 8
+LEXICON = 3                       # words of each open class one document uses
 
 
 def sample_rng(task: str, split: str, index: int) -> np.random.Generator:
@@ -69,8 +70,9 @@ class WordClass:
 
 class Grammar:
     """A small agreement grammar over word classes laid out in [first, vocab): singular/plural agreement
-    between determiner, noun and verb, optional adjectives, adverbs and prepositional phrases, and topics
-    that restrict the nouns a document uses (what makes next-sentence prediction learnable)."""
+    between determiner, noun and verb, optional adjectives, adverbs and prepositional phrases. Each document
+    has a topic (a slice of the nouns) and a small lexicon it keeps reusing: what makes masked words
+    predictable from their context and next-sentence prediction learnable."""
 
     def __init__(self, first: int, vocab: int) -> None:
         n = vocab - first
@@ -86,30 +88,41 @@ class Grammar:
         self.topic_nouns = {(plural, topic): WordClass(self.words[f"noun_{plural}"].ids[topic::TOPICS])
                             for plural in ("sg", "pl") for topic in range(TOPICS)}
 
-    def sentence(self, rng: np.random.Generator, topic: int) -> list[int]:
+    def lexicon(self, rng: np.random.Generator, topic: int) -> dict[str, np.ndarray]:
+        """A document's own words: a few of each open class (nouns from its topic), reused in every sentence,
+        as topic words recur in real documents. Closed classes (determiners, prepositions) stay whole."""
+        chosen = {name: np.array([self.words[name].pick(rng) for _ in range(LEXICON)])
+                  for name in ("verb_sg", "verb_pl", "adj", "adv")}
+        for number in ("sg", "pl"):
+            chosen[f"noun_{number}"] = np.array([self.topic_nouns[(number, topic)].pick(rng) for _ in range(LEXICON)])
+        for name in ("det_sg", "det_pl", "prep"):
+            chosen[name] = self.words[name].ids
+        return chosen
+
+    def sentence(self, rng: np.random.Generator, words: dict[str, np.ndarray]) -> list[int]:
         number = "pl" if rng.random() < 0.5 else "sg"
-        out = self.noun_phrase(rng, topic, number)
-        out.append(self.words[f"verb_{number}"].pick(rng))
+        out = self.noun_phrase(rng, words, number)
+        out.append(int(rng.choice(words[f"verb_{number}"])))
         if rng.random() < 0.3:
-            out.append(self.words["adv"].pick(rng))
-        out += self.noun_phrase(rng, topic, "pl" if rng.random() < 0.5 else "sg")
+            out.append(int(rng.choice(words["adv"])))
+        out += self.noun_phrase(rng, words, "pl" if rng.random() < 0.5 else "sg")
         if rng.random() < 0.4:
-            out.append(self.words["prep"].pick(rng))
-            out += self.noun_phrase(rng, topic, "pl" if rng.random() < 0.5 else "sg")
+            out.append(int(rng.choice(words["prep"])))
+            out += self.noun_phrase(rng, words, "pl" if rng.random() < 0.5 else "sg")
         return out
 
-    def noun_phrase(self, rng: np.random.Generator, topic: int, number: str) -> list[int]:
-        out = [self.words[f"det_{number}"].pick(rng)]
+    def noun_phrase(self, rng: np.random.Generator, words: dict[str, np.ndarray], number: str) -> list[int]:
+        out = [int(rng.choice(words[f"det_{number}"]))]
         while rng.random() < 0.35 and len(out) < 3:
-            out.append(self.words["adj"].pick(rng))
-        out.append(self.topic_nouns[(number, topic)].pick(rng))
+            out.append(int(rng.choice(words["adj"])))
+        out.append(int(rng.choice(words[f"noun_{number}"])))
         return out
 
     def document(self, rng: np.random.Generator, min_tokens: int) -> list[list[int]]:
-        """Sentences of one topic until they hold at least `min_tokens` tokens."""
-        topic, sentences, total = int(rng.integers(TOPICS)), [], 0
+        """Sentences of one topic and lexicon until they hold at least `min_tokens` tokens."""
+        words, sentences, total = self.lexicon(rng, int(rng.integers(TOPICS))), [], 0
         while total < min_tokens:
-            sentences.append(self.sentence(rng, topic))
+            sentences.append(self.sentence(rng, words))
             total += len(sentences[-1])
         return sentences
 

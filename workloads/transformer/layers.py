@@ -197,7 +197,7 @@ class Embeddings(nn.Cell):
             return ops.expand_dims(self.position(self.position_ids), 0)
         return self.sinusoid
 
-    def construct(self, ids, type_ids):
+    def construct(self, ids, type_ids=None):
         x = self.token(ids) * self.scale + self.positions()
         if self.with_types:
             x = x + self.token_type(type_ids)

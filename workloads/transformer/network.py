@@ -24,10 +24,10 @@ class EncoderDecoder(nn.Cell):
 
     def construct(self, src_ids, tgt_ids):
         src_bias = padding_bias(src_ids, PAD)
-        memory = self.embeddings(src_ids, src_ids)
+        memory = self.embeddings(src_ids)
         for layer in self.encoder:
             memory = layer(memory, src_bias)
-        x = self.embeddings(tgt_ids, tgt_ids)
+        x = self.embeddings(tgt_ids)
         for layer in self.decoder:
             x = layer(x, memory, self.causal, src_bias)
         return self.embeddings.tied_logits(x)
@@ -79,7 +79,7 @@ class GPT2(nn.Cell):
         self.causal = causal_bias(p.seq_len)
 
     def construct(self, input_ids):
-        x = self.embeddings(input_ids, input_ids)
+        x = self.embeddings(input_ids)
         for block in self.blocks:
             x = block(x, self.causal)
         return self.embeddings.tied_logits(self.final_norm(x))
