@@ -176,7 +176,8 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     table = Table(*columns)
     for row in rows:
         table.add_row(*["" if v is None else str(v) for v in row])
-    Console().print(table)
+    # Off a terminal rich would squeeze columns to 80 characters; keep ids and labels whole.
+    Console(width=None if sys.stdout.isatty() else 240).print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
