@@ -21,7 +21,7 @@ class MeasureConfig:
 
     warmup_steps: int = 2          # after the first (compile) step, not measured
     min_steps: int = 5             # measured steps before the stopping rule is checked
-    max_steps: int = 200
+    max_steps: int = 1000        # high enough that the CI target or the time budget decides
     ci_target: float = 0.02        # stop when the relative 95% CI half-width of the median is below this
     time_budget_s: float = 60.0    # ... or when measuring has taken this long
     memory_profile_steps: int = 2  # steps run under the profiler for the CPU pool peak (0 = skip)

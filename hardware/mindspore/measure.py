@@ -20,6 +20,8 @@ from hardware.mindspore.config import MeasureConfig
 from msbench.records import StepStats
 
 Z95 = 1.959964
+# The full range of n samples covers the median with probability 1 - 2 * 0.5**n: at least 95% from n = 6.
+MIN_CI_SAMPLES = 6
 
 
 def median_ci95(samples: list[float]) -> tuple[float, float]:
@@ -66,7 +68,7 @@ def stop_reason(samples: list[float], elapsed: float, config: MeasureConfig) -> 
     n = len(samples)
     if n < config.min_steps:
         return None
-    if step_stats(samples).ci95_rel < config.ci_target:
+    if n >= MIN_CI_SAMPLES and step_stats(samples).ci95_rel < config.ci_target:
         return f"ci95_rel < {config.ci_target:g} after {n} steps"
     if n >= config.max_steps:
         return f"max_steps={config.max_steps} reached"

@@ -54,11 +54,12 @@ def test_median_ci_narrows_with_more_samples():
 def test_stop_rules():
     cfg = MeasureConfig(min_steps=5, max_steps=8, ci_target=0.02, time_budget_s=10)
     assert stop_reason([1.0] * 4, 0.0, cfg) is None                        # below min_steps
-    assert "ci95_rel" in stop_reason([1.0] * 5, 0.0, cfg)                  # constant: converged
-    noisy = [1.0, 2.0, 1.5, 3.0, 1.0]
+    assert stop_reason([1.0] * 5, 0.0, cfg) is None                        # 5 samples: no 95% interval yet
+    assert "ci95_rel" in stop_reason([1.0] * 6, 0.0, cfg)                  # constant: converged
+    noisy = [1.0, 2.0, 1.5, 3.0, 1.0, 2.5]
     assert stop_reason(noisy, 1.0, cfg) is None
     assert "time budget" in stop_reason(noisy, 10.0, cfg)
-    assert "max_steps" in stop_reason(noisy + [2.0, 1.0, 3.0], 1.0, cfg)
+    assert "max_steps" in stop_reason(noisy + [2.0, 1.0], 1.0, cfg)
 
 
 def test_protocol_separates_compile_and_warmup():
@@ -66,9 +67,9 @@ def test_protocol_separates_compile_and_warmup():
     clock = FakeClock([5.0, 0.9, 0.8] + [0.5] * 10)
     m = measure_steps(lambda: (), clock.step, cfg, clock=clock)
     assert m.first_step_s == 5.0 and m.warmup == pytest.approx([0.9, 0.8])
-    assert m.stats.samples == pytest.approx([0.5] * 5) and "ci95_rel" in m.stop_reason
+    assert m.stats.samples == pytest.approx([0.5] * 6) and "ci95_rel" in m.stop_reason
     assert m.compile_s == pytest.approx(4.5)
-    assert len(m.losses) == 1 + 2 + 5
+    assert len(m.losses) == 1 + 2 + 6
 
 
 def test_protocol_keeps_measuring_noisy_steps_until_budget():
