@@ -7,6 +7,7 @@ touches MindSpore is imported inside methods, so listing workloads stays framewo
 from __future__ import annotations
 
 import tomllib
+from abc import abstractmethod
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from msbench.settings import Settings
 
 PRESETS_FILE = Path(__file__).with_name("presets.toml")
-DATA_VERSION = 1  # bump when the generated data changes (it keys the MindRecord files)
+DATA_VERSION = 2  # bump when the generated data changes (it keys the MindRecord files)
 
 
 @cache
@@ -66,10 +67,12 @@ class TransformerWorkload(Workload):
         return preset  # type: ignore[return-value]
 
     # -- what a stack provides ------------------------------------------------------------------
+    @abstractmethod
     def source(self, preset: TransformerPreset, split: str) -> SampleSource:
-        raise NotImplementedError
+        """The generated samples of a split, one tuple per sample in `source_columns` order."""
 
     def stages(self, preset: TransformerPreset) -> list[MapStage]:
+        """Map operations of the pipeline (BERT's masking); none by default."""
         return []
 
     def scored(self, outputs: Any, labels: Sequence[np.ndarray]) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
@@ -143,15 +146,15 @@ class EncoderDecoderWorkload(TransformerWorkload):
     input_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
 
-    def source(self, preset, split):
+    def source(self, preset: TransformerPreset, split: str) -> SampleSource:
         return data.SequenceTaskSource(preset, split)
 
-    def build_network(self, preset):
+    def build_network(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import EncoderDecoder
 
         return EncoderDecoder(preset)
 
-    def build_loss(self, preset):
+    def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import TokenCrossEntropy
 
         return TokenCrossEntropy()
@@ -166,23 +169,23 @@ class BertWorkload(TransformerWorkload):
     input_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "masked_positions"]
     label_columns: ClassVar[list[str]] = ["masked_ids", "nsp_label"]
 
-    def source(self, preset, split):
+    def source(self, preset: TransformerPreset, split: str) -> SampleSource:
         return data.BertPairSource(preset, split)
 
-    def stages(self, preset):
+    def stages(self, preset: TransformerPreset) -> list[MapStage]:
         return [MapStage([data.BertMasking(preset)], ["input_ids"], ["input_ids", "masked_positions", "masked_ids"])]
 
-    def scored(self, outputs, labels):
+    def scored(self, outputs: Any, labels: Sequence[np.ndarray]) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
         mlm_logits, nsp_logits = outputs
         nsp = float((nsp_logits.asnumpy().argmax(-1) == labels[1]).mean())
         return {"nsp_accuracy": nsp}, mlm_logits.asnumpy().argmax(-1), labels[0]
 
-    def build_network(self, preset):
+    def build_network(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import Bert
 
         return Bert(preset)
 
-    def build_loss(self, preset):
+    def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import BertPretrainingLoss
 
         return BertPretrainingLoss()
@@ -197,15 +200,15 @@ class GPT2Workload(TransformerWorkload):
     input_columns: ClassVar[list[str]] = ["input_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
 
-    def source(self, preset, split):
+    def source(self, preset: TransformerPreset, split: str) -> SampleSource:
         return data.LanguageModelSource(preset, split)
 
-    def build_network(self, preset):
+    def build_network(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import GPT2
 
         return GPT2(preset)
 
-    def build_loss(self, preset):
+    def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
         from workloads.transformer.network import TokenCrossEntropy
 
         return TokenCrossEntropy()
