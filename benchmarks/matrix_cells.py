@@ -8,6 +8,7 @@ peak_memory and accuracy_drop; throughput and accuracy_delta are for the graphs,
 from __future__ import annotations
 
 from benchmarks import PARAM_NAMES, Table, cell_metrics, evaluate_matrix, matrix_params
+from msbench.tracked import TRACKED
 
 
 class MatrixCells:
@@ -35,17 +36,17 @@ class Performance(MatrixCells):
     def track_throughput(self, table: Table, workload: str, variant: str, target: str) -> float:
         return self.row["throughput"]
 
-    track_throughput.unit = "samples/s"
+    track_throughput.unit = TRACKED["throughput"].unit
 
     def track_seconds_per_sample(self, table: Table, workload: str, variant: str, target: str) -> float:
         return self.row["seconds_per_sample"]
 
-    track_seconds_per_sample.unit = "seconds"
+    track_seconds_per_sample.unit = TRACKED["seconds_per_sample"].unit
 
     def track_peak_memory(self, table: Table, workload: str, variant: str, target: str) -> float:
         return self.row["peak_memory"]
 
-    track_peak_memory.unit = "bytes"
+    track_peak_memory.unit = TRACKED["peak_memory"].unit
 
 
 class Accuracy(MatrixCells):
@@ -57,9 +58,9 @@ class Accuracy(MatrixCells):
     def track_accuracy_delta(self, table: Table, workload: str, variant: str, target: str) -> float:
         return self.row["accuracy_delta"]
 
-    track_accuracy_delta.unit = "pp"
+    track_accuracy_delta.unit = TRACKED["accuracy_delta"].unit
 
     def track_accuracy_drop(self, table: Table, workload: str, variant: str, target: str) -> float:
         return self.row["accuracy_drop"]
 
-    track_accuracy_drop.unit = "pp"
+    track_accuracy_drop.unit = TRACKED["accuracy_drop"].unit
