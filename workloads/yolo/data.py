@@ -1,8 +1,8 @@
 """A generated shapes detection set: JPEG scenes of coloured shapes with boxes and classes.
 
-No downloads: scene `i` of a split is a pure function of (split, i). Class c is a shape
-(rectangle, ellipse, triangle, cross: c % 4) in a colour of a 20-hue palette (c // 4), so 80 classes
-exist at `full` and a few at `tiny`. Shapes sit on a noisy two-colour gradient, may overlap a little,
+No downloads: scene `i` of a split is a pure function of (split, i). Class c is a pair of a hue
+(c % 20, of a 20-hue palette) and a shape (rectangle, ellipse, triangle, cross: (c // 20 + c) % 4):
+80 distinct pairs at `full`, and at `tiny` a few classes that differ in both colour and shape. Shapes sit on a noisy two-colour gradient, may overlap a little,
 and the box is the tight box of the drawn pixels. Scenes are stored as JPEG bytes (encoded once)
 at the preset's stored size, so the pipeline pays the real cost of decoding, as a COCO pipeline does.
 A stored row is (jpeg uint8[n], boxes float32 (n, 5) [class, x1, y1, x2, y2] in stored pixels).
@@ -16,7 +16,7 @@ import io
 import numpy as np
 from PIL import Image, ImageDraw
 
-DATA_VERSION = 1                   # bump when scenes change, so MindRecord files are rewritten
+DATA_VERSION = 2                   # bump when scenes change, so MindRecord files are rewritten
 SPLIT_SEEDS = {"train": 31, "eval": 47}
 SHAPES = ("rectangle", "ellipse", "triangle", "cross")
 HUES = 20
@@ -24,11 +24,12 @@ JPEG_QUALITY = 90
 MAX_OVERLAP_IOU = 0.3              # a new shape is redrawn elsewhere if it hides an earlier one more than this
 
 
-def class_colour(label: int) -> tuple[int, int, int]:
-    """Saturated colour of the class's hue (hues interleaved so neighbouring ids look different)."""
-    hue = ((label // len(SHAPES)) * 7 % HUES) / HUES
-    r, g, b = colorsys.hsv_to_rgb(hue, 0.85, 0.95)
-    return int(r * 255), int(g * 255), int(b * 255)
+def class_style(label: int) -> tuple[str, tuple[int, int, int]]:
+    """(shape, colour) of a class: unique for 4 x 20 classes; hues interleaved (x7 mod 20) so that
+    neighbouring ids look different."""
+    shape = SHAPES[(label // HUES + label) % len(SHAPES)]
+    r, g, b = colorsys.hsv_to_rgb((label % HUES) * 7 % HUES / HUES, 0.85, 0.95)
+    return shape, (int(r * 255), int(g * 255), int(b * 255))
 
 
 def draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, float, float],
@@ -76,9 +77,9 @@ def render_scene(rng: np.random.Generator, width: int, height: int, num_classes:
             box = np.array([x1, y1, x1 + w, y1 + h])
             if not boxes or box_iou(box, np.array(boxes)[:, 1:]).max() < MAX_OVERLAP_IOU:
                 break
+        shape, colour = class_style(label)
         shade = rng.uniform(0.8, 1.0)
-        colour = tuple(int(c * shade) for c in class_colour(label))
-        draw_shape(draw, SHAPES[label % len(SHAPES)], tuple(box), colour)  # type: ignore[arg-type]
+        draw_shape(draw, shape, tuple(box), tuple(int(c * shade) for c in colour))  # type: ignore[arg-type]
         boxes.append([label, *box])
     return np.asarray(image), np.array(boxes, np.float32).reshape(-1, 5)
 

@@ -93,11 +93,13 @@ class YoloWorkload(Workload):
         return ["image"], ["labels"]
 
     def synthetic_batch(self, preset: YoloPreset, batch_size: int) -> list[np.ndarray]:  # type: ignore[override]
-        """Zero images and one centred box per image of a cycling class (the loss sees real positives)."""
+        """Noise images and one centred box per image of a cycling class (the loss sees real positives;
+        identical images would make BatchNorm's batch variance zero and a step blow up)."""
         labels = np.zeros((batch_size, preset.max_boxes, 6), np.float32)
         labels[:, 0] = [1.0, 0.0, 0.5, 0.5, 0.25, 0.25]
         labels[:, 0, 1] = np.arange(batch_size) % preset.num_classes
-        return [np.zeros((batch_size, 3, preset.image_size, preset.image_size), np.float32), labels]
+        images = np.random.default_rng(0).random((batch_size, 3, preset.image_size, preset.image_size), np.float32)
+        return [images, labels]
 
     def pipeline_spec(self, preset: YoloPreset, split: str, seed: int = 1) -> PipelineSpec:
         """Stored scenes (grouped four at a time for mosaic), then decode and augment in one Python map."""
