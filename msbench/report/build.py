@@ -192,8 +192,11 @@ def diff_section(sides: Sides, options: Options) -> Section:
     if sides.before is not None:
         rows += diff.run_rows(sides.before, sides.now, options.threshold, options.tolerance_pp)
         env = diff.environment_diff(sides.before.records, sides.now.records)
-        if not {r.cell_id for r in sides.before.records} & {r.cell_id for r in sides.now.records}:
-            notes.append("the two sides share no cell: nothing to compare")
+        both = diff.common_cells(sides.before, sides.now)
+        only_before, only_now = len(sides.before.records) - len(both), len(sides.now.records) - len(both)
+        notes.append(f"{len(both)} cells ran on both sides" + (f"; {only_before} only before" if only_before else "")
+                     + (f"; {only_now} only now" if only_now else "") if both else
+                     "the two sides share no cell (same workload, preset, settings and target): nothing to compare")
         if env.empty:
             notes.append("no environment difference in the records' provenance")
     if sides.asv_commits:

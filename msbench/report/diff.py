@@ -27,12 +27,19 @@ IGNORED_PROVENANCE = ("started", "commit", "dirty")
 BEFORE, AFTER = "before", "after"
 
 
+def common_cells(before: RecordSet, after: RecordSet) -> set[str]:
+    return {r.cell_id for r in before.records} & {r.cell_id for r in after.records}
+
+
 def run_rows(before: RecordSet, after: RecordSet, threshold: float, tolerance_pp: float) -> list[Row]:
-    """Compare two sets of records whatever their commits (the sides are named, not hashed)."""
+    """Compare the cells both sides ran (same cell id: same workload, preset, settings and target),
+    whatever their commits: the sides are named, not hashed. Labels alone would pair unlike cells
+    of two different matrices."""
+    both = common_cells(before, after)
     observations = [Observation("runs", side, cell_key(rec.cell), name, value if rec.status == "ok" else None,
                                 rec.status)
                     for side, runs in ((BEFORE, before), (AFTER, after)) for rec in runs.records
-                    for name, value in tracked_values(rec.metrics).items()]
+                    if rec.cell_id in both for name, value in tracked_values(rec.metrics).items()]
     return compare(observations, BEFORE, AFTER, threshold, tolerance_pp)
 
 

@@ -6,6 +6,7 @@ Records of one cell re-run in the same commit (a resumed or repeated run) count 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -14,6 +15,7 @@ import pandas as pd
 
 from msbench.cell import canonical_json
 from msbench.errors import UserError
+from msbench.gitrepo import first_parent_history, repo_root
 from msbench.report.frame import components
 from msbench.settings import DEFAULTS
 from msbench.records import Metrics, Record
@@ -53,13 +55,20 @@ class RecordSet:
         return cls(tuple(kept), frame)
 
     def commits(self) -> list[str]:
-        """Commits present, oldest first (by the earliest record of each)."""
+        """Commits present, oldest first: in git's first-parent order when this repository knows
+        every one of them, else by the time of each commit's earliest record."""
         commits = run_commits(self.records)
         first: dict[str, float] = {}
         for rec in self.records:
             c = commit_of(rec, commits)
             first[c] = min(first.get(c, rec.started_at), rec.started_at)
-        return sorted(first, key=lambda c: first[c])
+        by_time = sorted(first, key=lambda c: first[c])
+        if len(by_time) < 2:
+            return by_time
+        position = history_positions()
+        if all(c in position for c in by_time):
+            return sorted(by_time, key=lambda c: position[c])
+        return by_time
 
     def of_commit(self, prefix: str) -> "RecordSet":
         commits = run_commits(self.records)
@@ -79,6 +88,16 @@ class Inputs:
     runs: RecordSet
     asv_dirs: tuple[Path, ...]         # asv results directories (holding benchmarks.json)
     sources: tuple[str, ...]
+
+
+@functools.cache
+def history_positions() -> dict[str, int]:
+    """Commit -> its place in HEAD's first-parent history (0 = oldest); empty outside a repository."""
+    try:
+        history = first_parent_history(repo_root(Path.cwd()), "HEAD")
+    except UserError:
+        return {}
+    return {commit: i for i, commit in enumerate(reversed(history))}
 
 
 def record_commit(record: Record) -> str:

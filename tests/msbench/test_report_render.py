@@ -171,3 +171,17 @@ def test_a_run_made_across_commits_is_one_side(tmp_path):
     assert any("run claims was made across 2 commits" in n for n in sections[0].notes)
     assert len(sections[1].tables[0].frame) == len(records) - 1          # every cell against one base
     assert any("results of one commit only" in n for n in sections[5].notes)
+
+
+def test_commits_follow_git_history_not_wall_time(tmp_path):
+    from msbench.errors import UserError
+    from msbench.gitrepo import first_parent_history, repo_root
+
+    try:
+        newer, older = first_parent_history(repo_root(Path(__file__).parent), "HEAD")[:2]
+    except (UserError, ValueError):
+        pytest.skip("needs a git checkout with two commits")
+    late_old = record(thr=1.0, commit=older, started=2.0)          # an old commit benchmarked later
+    early_new = record(thr=2.0, commit=newer, started=1.0)
+    runs = load_inputs([write_run(tmp_path / "r.jsonl", [late_old, early_new])]).runs
+    assert runs.commits() == [older, newer]
