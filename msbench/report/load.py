@@ -65,7 +65,7 @@ class RecordSet:
         by_time = sorted(first, key=lambda c: first[c])
         if len(by_time) < 2:
             return by_time
-        position = history_positions()
+        position = history_positions(str(Path.cwd()))
         if all(c in position for c in by_time):
             return sorted(by_time, key=lambda c: position[c])
         return by_time
@@ -91,10 +91,10 @@ class Inputs:
 
 
 @functools.cache
-def history_positions() -> dict[str, int]:
+def history_positions(where: str) -> dict[str, int]:
     """Commit -> its place in HEAD's first-parent history (0 = oldest); empty outside a repository."""
     try:
-        history = first_parent_history(repo_root(Path.cwd()), "HEAD")
+        history = first_parent_history(repo_root(Path(where)), "HEAD")
     except UserError:
         return {}
     return {commit: i for i, commit in enumerate(reversed(history))}
