@@ -60,6 +60,41 @@ def nightly(repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.fixture
+def suite(monkeypatch):
+    """The asv suite package (benchmarks/), imported as asv does: from the working tree."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.delenv("MSBENCH_TARGET", raising=False)
+    import benchmarks
+
+    return benchmarks
+
+
+def test_params_are_the_cells_of_the_matrix(suite, monkeypatch):
+    monkeypatch.setenv("MSBENCH_MATRIX", MATRIX)
+    assert suite.matrix_params() == [["resnet50"], ["base", "sink=true"], ["model:ascend910b"]]
+    monkeypatch.setenv("MSBENCH_TARGET", TARGET)
+    assert suite.matrix_params()[2] == [TARGET]
+    monkeypatch.delenv("MSBENCH_MATRIX")
+    params = suite.matrix_params()                                      # matrices/nightly.toml
+    assert len(params) == len(suite.PARAM_NAMES) and params[1][0] == "base" and len(params[0]) >= 3
+
+
+def test_cell_rows_skip_what_is_not_a_measurement_and_fail_what_broke(suite):
+    ok = {"status": "ok", "reason": "", "throughput": 10.0, "accuracy_delta": None}
+    table = {("w", "base", "t"): ok, ("w", "oom", "t"): {**ok, "status": "oom", "reason": "too big"},
+             ("w", "crash", "t"): {**ok, "status": "failed", "reason": "Traceback: boom"}}
+    assert suite.cell_metrics(table, "w", "base", "t", ("throughput",)) is ok
+    with pytest.raises(NotImplementedError, match="oom: too big"):
+        suite.cell_metrics(table, "w", "oom", "t", ("throughput",))
+    with pytest.raises(NotImplementedError, match="not a cell"):
+        suite.cell_metrics(table, "w", "other", "t", ("throughput",))
+    with pytest.raises(NotImplementedError, match="no accuracy_delta"):
+        suite.cell_metrics(table, "w", "base", "t", ("accuracy_delta",))
+    with pytest.raises(RuntimeError, match="boom"):
+        suite.cell_metrics(table, "w", "crash", "t", ("throughput",))
+
+
 @pytest.mark.slow
 def test_nightly_compare_and_html_over_two_commits(tmp_path, monkeypatch, capsys):
     repo, home = tmp_path / "repo", tmp_path / "home"
