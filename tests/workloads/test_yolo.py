@@ -123,6 +123,17 @@ def test_recompute_marks_csp_blocks_selectively_and_every_conv_block_fully(scrat
         assert set(map(id, selective)) < set(map(id, full))
 
 
+@pytest.mark.slow
+def test_recompute_finds_the_same_blocks_after_amp_o1_rewrites_the_cells(scratch):
+    import mindspore as ms
+
+    wl = get_workload("yolov5s")
+    plain = wl.build_network(wl.preset("tiny"))
+    rewritten = ms.amp.auto_mixed_precision(wl.build_network(wl.preset("tiny")), "O1")
+    for full in (False, True):
+        assert len(wl.recompute_blocks(rewritten, full)) == len(wl.recompute_blocks(plain, full))
+
+
 def test_pipeline_yields_letterboxed_images_and_padded_labels(scratch):
     wl = get_workload("yolov8n")
     preset = wl.preset("tiny", {"train_samples": 8})

@@ -1,7 +1,9 @@
 """The YOLO building blocks (Ultralytics `nn/modules/{conv,block}.py`, mindyolo `models/layers`).
 
 Every convolution is Conv-BN-SiLU with BatchNorm eps 1e-3 and momentum 0.03 (MindSpore spells the
-latter 0.97). C3 and C2f carry `recompute_unit = True`: they are the blocks selective recompute replays.
+latter 0.97). Blocks carry a `recompute_unit` class attribute: "csp" (C3, C2f: what selective recompute
+replays) or "conv" (Conv-BN-SiLU, SPPF: added by full recompute). An attribute, not isinstance, because
+AMP O1 rewrites cells into look-alike classes that isinstance does not recognise.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ def scaled_depth(n: int, depth: float) -> int:
 
 class ConvBNSiLU(nn.Cell):
     """`Conv`: k×k convolution without bias, BatchNorm, SiLU; 'same' padding k//2."""
+
+    recompute_unit = "conv"
 
     def __init__(self, c_in: int, c_out: int, k: int = 1, s: int = 1, p: int | None = None) -> None:
         super().__init__()
@@ -54,7 +58,7 @@ class Bottleneck(nn.Cell):
 class C3(nn.Cell):
     """YOLOv5 CSP block with three convolutions: two 1×1 branches, n bottlenecks on one, fused by a 1×1."""
 
-    recompute_unit = True
+    recompute_unit = "csp"
 
     def __init__(self, c_in: int, c_out: int, n: int = 1, shortcut: bool = True, e: float = 0.5) -> None:
         super().__init__()
@@ -71,7 +75,7 @@ class C3(nn.Cell):
 class C2f(nn.Cell):
     """YOLOv8 CSP block: split a 1×1 output in two, chain n bottlenecks, concatenate every stage."""
 
-    recompute_unit = True
+    recompute_unit = "csp"
 
     def __init__(self, c_in: int, c_out: int, n: int = 1, shortcut: bool = False, e: float = 0.5) -> None:
         super().__init__()
@@ -92,6 +96,8 @@ class C2f(nn.Cell):
 
 class SPPF(nn.Cell):
     """Spatial pyramid pooling, fast: three chained 5×5 max-pools concatenated with their input."""
+
+    recompute_unit = "conv"
 
     def __init__(self, c_in: int, c_out: int, k: int = 5) -> None:
         super().__init__()

@@ -179,14 +179,14 @@ class YoloNet(nn.Cell):
         return self.head(o3, o4, o5)
 
 
-def recompute_blocks(network: YoloNet, full: bool) -> list[nn.Cell]:
-    """Selective: the CSP blocks (C3/C2f), where most activations live. Full: every convolution block
-    (Conv-BN-SiLU, CSP, SPPF) not already inside a chosen one."""
-    kinds = (C3, C2f, SPPF, ConvBNSiLU) if full else (C3, C2f)
+def recompute_blocks(network: nn.Cell, full: bool) -> list[nn.Cell]:
+    """Selective: the CSP blocks (C3/C2f), where most activations live. Full: also every Conv-BN-SiLU
+    and SPPF not already inside a chosen block."""
+    units = ("csp", "conv") if full else ("csp",)
     chosen: list[nn.Cell] = []
     prefixes: list[str] = []
     for name, cell in network.cells_and_names():
-        if isinstance(cell, kinds) and not any(name.startswith(p) for p in prefixes):
+        if getattr(cell, "recompute_unit", None) in units and not any(name.startswith(p) for p in prefixes):
             chosen.append(cell)
             prefixes.append(name + ".")
     return chosen
