@@ -30,7 +30,7 @@ class Settings:
     graph_kernel: bool = knob(False, (False, True), "graph-kernel fusion of elementwise chains (AKG)")
     amp_level: str = knob("O0", ("O0", "O1", "O2", "O3"), "automatic mixed precision: O0 fp32, O1 allow-list fp16, O2 fp16 but BN/loss, O3 all fp16")
     loss_scale: str = knob("none", ("none", "static", "dynamic"), "loss scaling for fp16 gradients")
-    keep_batchnorm_fp32: bool = knob(True, (False, True), "keep BatchNorm in fp32 under AMP O2/O3")
+    keep_batchnorm_fp32: bool | None = knob(None, (None, False, True), "keep BatchNorm in fp32 under AMP; unset = MindSpore's per-level default (fp32 at O2, fp16 at O3)")
     batch_size: int | None = knob(None, range(1, MAX_INT), "samples per device per step; unset = the preset's")
     grad_accum: int = knob(1, range(1, 1025), "micro-batches accumulated per optimizer update")
     recompute: str = knob("none", ("none", "selective", "full"), "recompute activations in backward: none, the blocks the workload marks, every block")
@@ -59,6 +59,11 @@ class Settings:
     def non_default(self) -> dict[str, Any]:
         """Only the knobs that differ from their defaults: the canonical form used in cell ids."""
         return {k: v for k, v in self.to_dict().items() if v != DEFAULTS[k]}
+
+    @property
+    def batchnorm_in_fp32(self) -> bool:
+        """The effective BatchNorm precision: the knob, else `ms.amp.build_train_network`'s level default."""
+        return self.amp_level == "O2" if self.keep_batchnorm_fp32 is None else self.keep_batchnorm_fp32
 
     def replace(self, **changes: Any) -> "Settings":
         return make_settings({**self.to_dict(), **changes})
@@ -95,20 +100,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
-KNOB_TYPES: dict[str, type] = {f.name: (int if f.name == "batch_size" else type(f.default)) for f in fields(Settings)}
+UNSET_TYPES: dict[str, type] = {"batch_size": int, "keep_batchnorm_fp32": bool}   # knobs whose default is "unset"
+KNOB_TYPES: dict[str, type] = {f.name: UNSET_TYPES.get(f.name, type(f.default)) for f in fields(Settings)}
 
 
 def describe_allowed(allowed: tuple | range | None) -> str:
     if isinstance(allowed, range):
         return f"integer {allowed.start}..{allowed.stop - 1}"
-    return "|".join(str(v).lower() if isinstance(v, bool) else str(v) for v in allowed or ())
+    return "|".join("unset" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in allowed or ())
 
 
 def check_value(name: str, value: Any, where: str = "") -> None:
     """Type and range check of one knob value (already parsed)."""
     meta = next(f for f in fields(Settings) if f.name == name).metadata
     allowed = meta["allowed"]
-    if name == "batch_size" and value is None:
+    if value is None and DEFAULTS[name] is None:
         return
     expected = KNOB_TYPES[name]
     if type(value) is not expected:
@@ -122,6 +128,8 @@ def parse_value(name: str, text: str) -> Any:
     if name not in DEFAULTS:
         raise ConfigError("knob", name, ", ".join(DEFAULTS))
     kind = KNOB_TYPES[name]
+    if text.strip().lower() == "unset" and DEFAULTS[name] is None:
+        return None
     if kind is bool:
         lowered = text.strip().lower()
         if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):

@@ -100,22 +100,22 @@ def make_optimizer(params: list, settings: Settings, lr: Any) -> "nn.Optimizer":
 def apply_amp(network: "nn.Cell", settings: Settings) -> "nn.Cell":
     """`amp_level` + `keep_batchnorm_fp32`, with the rules of `ms.amp.build_train_network`: O1 casts the
     white list; O2/O3 cast the whole network to fp16 and, when keep_batchnorm_fp32, put the norm layers
-    (MindSpore's AMP black list: BatchNorm, LayerNorm) back to fp32. So O2 and O3 differ only by that knob,
-    exactly as in MindSpore; `amp_effective` names what was applied."""
+    (MindSpore's AMP black list: BatchNorm, LayerNorm) back to fp32. Unset, the knob follows the level as
+    in MindSpore (O2 keeps norms fp32, O3 does not); `amp_effective` names what was applied."""
     import mindspore as ms
 
     if settings.amp_level == "O0":
         return network
     if settings.amp_level == "O1":
         return ms.amp.auto_mixed_precision(network, "O1")
-    return ms.amp.auto_mixed_precision(network, "O2" if settings.keep_batchnorm_fp32 else "O3")
+    return ms.amp.auto_mixed_precision(network, "O2" if settings.batchnorm_in_fp32 else "O3")
 
 
 def amp_effective(settings: Settings) -> str:
     """What `apply_amp` really did, for records: O0, O1, or O2/O3 by the norm layers' precision."""
     if settings.amp_level in ("O0", "O1"):
         return settings.amp_level
-    return "fp16, norms fp32" if settings.keep_batchnorm_fp32 else "fp16 everywhere"
+    return "fp16, norms fp32" if settings.batchnorm_in_fp32 else "fp16 everywhere"
 
 
 def apply_recompute(workload: "Workload", network: "nn.Cell", settings: Settings) -> int:

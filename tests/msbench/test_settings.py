@@ -59,3 +59,10 @@ def test_non_default_is_the_canonical_form():
     s = make_settings({"mode": "graph", "amp_level": "O0"})
     assert s.non_default() == {"mode": "graph"}
     assert set(DEFAULTS) == set(s.to_dict())
+
+
+def test_batchnorm_precision_follows_mindspore_level_default_unless_set():
+    assert make_settings({"amp_level": "O2"}).batchnorm_in_fp32 is True
+    assert make_settings({"amp_level": "O3"}).batchnorm_in_fp32 is False
+    assert make_settings({"amp_level": "O3", "keep_batchnorm_fp32": True}).batchnorm_in_fp32 is True
+    assert parse_assignments(["keep_batchnorm_fp32=unset"]) == {"keep_batchnorm_fp32": None}
