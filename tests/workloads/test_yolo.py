@@ -144,6 +144,21 @@ def test_pipeline_yields_letterboxed_images_and_padded_labels(scratch):
     assert len(valid) >= 4 and set(valid[:, 1]) <= {0, 1, 2} and (valid[:, 2:] > 0).all() and (valid[:, 2:] <= 1).all()
 
 
+def batches(dataset) -> list[tuple[np.ndarray, ...]]:
+    return [tuple(b) for b in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)]
+
+
+def test_augmented_batches_do_not_depend_on_workers_or_storage(scratch):
+    wl = get_workload("yolov8n")
+    preset = wl.preset("tiny", {"train_samples": 16, "eval_samples": 8})
+    one = batches(wl.make_dataset(preset, "train", Settings(), 4))
+    two = batches(wl.make_dataset(preset, "train", Settings(workers=2), 4))
+    assert len(one) == 4 and all(np.array_equal(a, b) for x, y in zip(one, two) for a, b in zip(x, y))
+    generated = batches(wl.make_dataset(preset, "eval", Settings(), 4))
+    stored = batches(wl.make_dataset(preset, "eval", Settings(data_format="mindrecord"), 4, workdir=scratch))
+    assert all(np.array_equal(a, b) for x, y in zip(generated, stored) for a, b in zip(x, y))
+
+
 def test_full_pipeline_mosaics_decoded_jpegs_from_mindrecord(scratch):
     wl = get_workload("yolov5s")
     preset = wl.preset("full", {"train_samples": 4, "batch_size": 2})
