@@ -198,3 +198,17 @@ def test_tiny_trains_in_pynative_with_selective_recompute(scratch):
     batch = [ms.Tensor(a) for a in wl.synthetic_batch(preset, preset.batch_size)]
     losses = [float(step.cell(*batch).asnumpy()) for _ in range(4)]
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.slow
+def test_full_recompute_compiles_and_trains_in_graph_mode(graph_mode):
+    import mindspore as ms
+    from workloads.train_step import build_train_step
+
+    wl = get_workload("transformer-base")
+    preset = wl.preset("tiny")
+    step = build_train_step(wl, preset, Settings(mode="graph", recompute="full"), total_steps=4)
+    assert step.recomputed_blocks == preset.layers + preset.decoder_layers
+    batch = [ms.Tensor(a) for a in wl.synthetic_batch(preset, preset.batch_size)]
+    losses = [float(step.cell(*batch).asnumpy()) for _ in range(4)]
+    assert losses[-1] < losses[0]
