@@ -2,8 +2,9 @@
 
 No downloads: scene `i` of a split is a pure function of (split, i). Class c is a pair of a hue
 (c % 20, of a 20-hue palette) and a shape (rectangle, ellipse, triangle, cross: (c // 20 + c) % 4):
-80 distinct pairs at `full`, and at `tiny` a few classes that differ in both colour and shape. Shapes sit on a noisy two-colour gradient, may overlap a little,
-and the box is the tight box of the drawn pixels. Scenes are stored as JPEG bytes (encoded once)
+80 distinct pairs at `full`, and at `tiny` a few classes that differ in both colour and shape.
+Shapes sit on a noisy two-colour gradient, may overlap a little, and the box is the tight box of the
+drawn shape. Scenes are stored as JPEG bytes (encoded once)
 at the preset's stored size, so the pipeline pays the real cost of decoding, as a COCO pipeline does.
 A stored row is (jpeg uint8[n], boxes float32 (n, 5) [class, x1, y1, x2, y2] in stored pixels).
 """

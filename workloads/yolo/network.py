@@ -115,15 +115,20 @@ class V8Neck(nn.Cell):
         return o3, o4, o5
 
 
-def head_conv(c_in: int, c_out: int, bias: np.ndarray) -> nn.Conv2d:
-    """A 1×1 prediction convolution whose bias starts at the Ultralytics prior (`_initialize_biases`)."""
+def head_conv(c_in: int, c_out: int, prior: np.ndarray, add: bool) -> nn.Conv2d:
+    """A 1×1 prediction convolution with the Ultralytics bias prior (`_initialize_biases`): YOLOv5 adds it
+    to the default initial bias, YOLOv8 sets the bias to it."""
     conv = nn.Conv2d(c_in, c_out, 1, 1, has_bias=True)
-    conv.bias.set_data(Tensor(conv.bias.asnumpy() * 0 + bias.astype(np.float32)))
+    bias = prior.astype(np.float32) + (conv.bias.asnumpy() if add else 0)
+    conv.bias.set_data(Tensor(bias.astype(np.float32)))
     return conv
 
 
 class V5Detect(nn.Cell):
-    """Coupled anchor head: per level a 1×1 conv to anchors × (box 4, objectness 1, classes)."""
+    """Coupled anchor head: per level a 1×1 conv to anchors × (box 4, objectness 1, classes).
+
+    The objectness/class priors count cells at the preset's input size (Ultralytics writes 640, the
+    size it trains at), so a small input starts with the same expected objects per image."""
 
     def __init__(self, arch: YoloArch, channels: tuple[int, int, int]) -> None:
         super().__init__()
@@ -133,7 +138,7 @@ class V5Detect(nn.Cell):
             bias = np.zeros((na, no))
             bias[:, 4] = math.log(8 / (arch.image_size / s) ** 2)          # ~8 objects per image
             bias[:, 5:] = math.log(0.6 / (arch.num_classes - 0.99))
-            convs.append(head_conv(c, na * no, bias.reshape(-1)))
+            convs.append(head_conv(c, na * no, bias.reshape(-1), add=True))
         self.m = nn.CellList(convs)
 
     def construct(self, x3, x4, x5):
@@ -147,12 +152,13 @@ class V8Detect(nn.Cell):
         super().__init__()
         nc, rm = arch.num_classes, arch.reg_max
         c2, c3 = max(16, channels[0] // 4, rm * 4), max(channels[0], min(nc, 100))
+        box_prior = np.ones(4 * rm)
         self.box = nn.CellList([nn.SequentialCell([ConvBNSiLU(c, c2, 3), ConvBNSiLU(c2, c2, 3),
-                                                   head_conv(c2, 4 * rm, np.ones(4 * rm))]) for c in channels])
-        self.cls = nn.CellList([
-            nn.SequentialCell([ConvBNSiLU(c, c3, 3), ConvBNSiLU(c3, c3, 3),
-                               head_conv(c3, nc, np.full(nc, math.log(5 / nc / (arch.image_size / s) ** 2)))])
-            for c, s in zip(channels, STRIDES)])
+                                                   head_conv(c2, 4 * rm, box_prior, add=False)]) for c in channels])
+        cls_priors = [np.full(nc, math.log(5 / nc / (arch.image_size / s) ** 2)) for s in STRIDES]  # ~5 objects
+        self.cls = nn.CellList([nn.SequentialCell([ConvBNSiLU(c, c3, 3), ConvBNSiLU(c3, c3, 3),
+                                                   head_conv(c3, nc, prior, add=False)])
+                                for c, prior in zip(channels, cls_priors)])
 
     def construct(self, x3, x4, x5):
         return (ops.cat((self.box[0](x3), self.cls[0](x3)), 1),
