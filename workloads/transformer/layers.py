@@ -65,14 +65,14 @@ class AttentionCore(nn.Cell):
 class MultiHeadAttention(nn.Cell):
     """Q/K/V projections, split into heads, the attention core, merge and output projection."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float, std: float) -> None:
+    def __init__(self, d_model: int, heads: int, dropout: float, std: float, out_std: float | None = None) -> None:
         super().__init__()
         self.heads, self.head_dim = heads, d_model // heads
         self.query = dense(d_model, d_model, std)
         self.key = dense(d_model, d_model, std)
         self.value = dense(d_model, d_model, std)
         self.core = AttentionCore(self.head_dim, dropout)
-        self.output = dense(d_model, d_model, std)
+        self.output = dense(d_model, d_model, std if out_std is None else out_std)
 
     def split(self, x):
         b, t, _ = x.shape
@@ -87,11 +87,11 @@ class MultiHeadAttention(nn.Cell):
 class FeedForward(nn.Cell):
     """Position-wise Dense -> activation -> Dense."""
 
-    def __init__(self, d_model: int, ff_dim: int, activation: str, std: float) -> None:
+    def __init__(self, d_model: int, ff_dim: int, activation: str, std: float, out_std: float | None = None) -> None:
         super().__init__()
         self.inner = dense(d_model, ff_dim, std)
         self.act = {"relu": nn.ReLU(), "gelu": nn.GELU(approximate=False), "gelu_tanh": nn.GELU(approximate=True)}[activation]
-        self.outer = dense(ff_dim, d_model, std)
+        self.outer = dense(ff_dim, d_model, std if out_std is None else out_std)
 
     def construct(self, x):
         return self.outer(self.act(self.inner(x)))
@@ -118,14 +118,15 @@ class Residual(nn.Cell):
 
 
 class EncoderLayer(nn.Cell):
-    """Self-attention and feed-forward (also GPT-2's block, given a causal bias)."""
+    """Self-attention and feed-forward (also GPT-2's block, given a causal bias). `out_std` initialises the
+    two projections that write into the residual stream (GPT-2 scales them by 1/sqrt(2 * layers))."""
 
     def __init__(self, d_model: int, ff_dim: int, heads: int, dropout: float, activation: str, eps: float,
-                 pre_ln: bool, std: float) -> None:
+                 pre_ln: bool, std: float, out_std: float | None = None) -> None:
         super().__init__()
-        self.attention = MultiHeadAttention(d_model, heads, dropout, std)
+        self.attention = MultiHeadAttention(d_model, heads, dropout, std, out_std)
         self.attention_residual = Residual(d_model, dropout, eps, pre_ln)
-        self.ffn = FeedForward(d_model, ff_dim, activation, std)
+        self.ffn = FeedForward(d_model, ff_dim, activation, std, out_std)
         self.ffn_residual = Residual(d_model, dropout, eps, pre_ln)
 
     def construct(self, x, bias):

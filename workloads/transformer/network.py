@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import mindspore as ms
 from mindspore import nn, ops
 
@@ -67,14 +69,16 @@ class Bert(nn.Cell):
 
 class GPT2(nn.Cell):
     """Radford et al. 2019: pre-LN GELU (tanh) blocks under a causal mask, a final LayerNorm, learned
-    positions and logits tied to the token embedding."""
+    positions, residual projections initialised N(0, std / sqrt(2 * layers)) and logits tied to the token
+    embedding."""
 
     def __init__(self, p: TransformerPreset) -> None:
         super().__init__()
         eps = 1e-5
         self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 0, p.dropout, 0.0, p.init_std)
-        self.blocks = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu_tanh", eps, True, p.init_std)
-                                   for _ in range(p.layers)])
+        residual_std = p.init_std / math.sqrt(2 * p.layers)  # GPT-2 sec. 2.3: residual layers scaled by 1/sqrt(N)
+        self.blocks = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu_tanh", eps, True, p.init_std,
+                                                residual_std) for _ in range(p.layers)])
         self.final_norm = layer_norm(p.d_model, eps)
         self.causal = causal_bias(p.seq_len)
 
