@@ -103,7 +103,8 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
     memory_bound = sum((k.time_s for k in ks if k.memory_bound), 0.0)
     shares = {"compute": compute_bound, "memory": memory_bound,
               "host": ht.dispatch_s + ht.roundtrip_s + ht.transfer_s, "data": data_exposed, "comm": comm.exposed_s}
-    bound = max(BOUNDS, key=lambda b: shares[b])
+    pipeline_limits = ht.data_overlapped and ht.data_s >= serial      # the device waits for batches
+    bound = "data" if pipeline_limits else max(BOUNDS, key=lambda b: shares[b])
 
     model_flops = sum(op.flops for k in ks for op in k.ops if op.phase in ("forward", "backward"))
     mem = estimate_memory(graph, settings, profile, host.bytes_per_sample)

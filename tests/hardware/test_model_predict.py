@@ -126,7 +126,9 @@ def test_data_pipeline_overlaps_unless_prefetch_zero_and_scales_with_workers():
     serial = step(g, Settings(mode="graph", workers=1, prefetch=0), host=host)
     assert serial.breakdown["data"] == pytest.approx(total)
     assert overlapped.breakdown["data"] == pytest.approx(total - (overlapped.step_time_s - overlapped.breakdown["data"]))
-    assert overlapped.bound == "data"
+    assert overlapped.bound == "data" and serial.bound == "data"
+    fast = step(g, Settings(mode="graph", workers=24), host=FakeHost(per_sample_s=1e-7))
+    assert fast.breakdown["data"] == 0 and fast.bound != "data"
     eight = step(g, Settings(mode="graph", workers=8, prefetch=0), host=host)
     assert eight.breakdown["data"] == pytest.approx(total / 8)
     capped = step(g, Settings(mode="graph", workers=64, prefetch=0), host=host)   # only 24 host cores per NPU
