@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 from msbench.errors import UserError
 from msbench.targets import import_object
+from msbench.tracked import ACCURACY_TOLERANCE_PP
 
 # verb -> "module:function(args) -> exit code"; lazy so `msbench list knobs` never imports MindSpore.
 HANDLERS: dict[str, str] = {
@@ -116,19 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--md", help="write a Markdown report here")
     p.add_argument("--baseline", action="append", default=[], help="baseline commit or run for the commit diff")
     p.add_argument("--memory-cap", type=float, help="GiB cap for best settings")
-    p.add_argument("--accuracy-tolerance", type=float, default=1.0, help="pp of accuracy loss tolerated")
+    p.add_argument("--accuracy-tolerance", type=float, default=ACCURACY_TOLERANCE_PP, help="pp of accuracy loss tolerated")
 
     p = sub.add_parser("compare", help="direction-aware comparison of two commits' results")
     p.add_argument("before")
     p.add_argument("after")
     p.add_argument("--results", default="results", help="where to find results (asv or msbench runs)")
     p.add_argument("--threshold", type=float, default=0.05, help="relative change flagged (default 0.05)")
+    p.add_argument("--accuracy-tolerance", type=float, default=ACCURACY_TOLERANCE_PP, help="accuracy change flagged, in pp")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("nightly", help="benchmark every new commit with asv, publish HTML, write the report")
     p.add_argument("--machine", default="msbench-devmodel")
     p.add_argument("--since", help="first commit to benchmark (default: after the last one with results)")
     p.add_argument("--max-commits", type=int, default=0, help="cap on commits (0 = all new)")
+    p.add_argument("--python", help="an interpreter that already has MindSpore (asv's existing environment)")
     return parser
 
 

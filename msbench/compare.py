@@ -246,8 +246,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """Exit 0 when nothing regressed, 1 on any regression (bad input: UserError, exit 2 from the CLI)."""
     if not args.threshold > 0:
         raise UserError(f"--threshold={args.threshold} is not allowed; allowed: a fraction > 0, e.g. 0.05 for 5%")
-    tolerance = getattr(args, "accuracy_tolerance", None)
-    tolerance = ACCURACY_TOLERANCE_PP if tolerance is None else tolerance
+    tolerance = args.accuracy_tolerance
     root = Path(args.results)
     found = load_observations(root)
     before = resolve_commit(args.before, found.commits, root)

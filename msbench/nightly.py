@@ -156,7 +156,7 @@ def run_nightly(repo: Path, args: argparse.Namespace) -> int:
     machine_opts = MODEL_MACHINE if target.startswith("model:") else []
     if asv(repo, "machine", "--yes", "--machine", machine, *machine_opts) != 0:
         raise UserError(f"`asv machine --yes --machine {machine}` failed (see its output above)")
-    python = getattr(args, "python", None) or os.environ.get("MSBENCH_ASV_PYTHON")
+    python = args.python or os.environ.get("MSBENCH_ASV_PYTHON")
     runs = repo / RUNS_DIR / f"asv-{machine}"
     env = {**os.environ, "MSBENCH_ASV_RUNS": str(runs), "MSBENCH_TARGET": target}
     env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
