@@ -198,6 +198,10 @@ def _cells():
                 if self.grad_accum > 1:
                     start = i * self.micro_batch
                     micro = tuple(c[start:start + self.micro_batch] for c in columns)
+                if grads is not None:
+                    # Without this edge MindSpore schedules every micro-batch's forward before any
+                    # backward, keeping all their activations alive: accumulation would save no memory.
+                    micro = tuple(ops.depend(c, grads) for c in micro)
                 (_, loss), g = self.grad_fn(*micro, factor)
                 loss_sum = loss_sum + F.cast(loss, mstype.float32)
                 grads = g if grads is None else self.hyper_map(ops.add, grads, g)
