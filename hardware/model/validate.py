@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -112,8 +113,10 @@ def run_real(out: Path, resume: bool, progress: bool) -> Path:
     for name, value in QUICK_PROTOCOL.items():
         os.environ.setdefault(name, value)
     path = out / f"{RUN_ID}.jsonl"
-    if path.exists() and not resume:
-        return path                       # already measured: compare again without re-running
+    if path.exists() and not resume:      # already measured: compare again (e.g. after refitting)
+        print(f"msbench validate: reusing the measurements in {path} (--resume continues an interrupted "
+              "run; delete the file to measure again)", file=sys.stderr)
+        return path
     return run_matrix(VALIDATION_MATRIX, target=REAL_TARGET, out=out, run_id=RUN_ID, resume=resume,
                       progress=progress).path
 
