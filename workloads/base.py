@@ -61,6 +61,24 @@ def make_preset(preset_cls: type[Preset], values: Mapping[str, Any], where: str)
     return preset_cls(**values)
 
 
+RECOMPUTE_UNIT = "recompute_unit"   # block attribute: "selective" (recomputed by both modes) or "full" (full only)
+
+
+def marked_blocks(network: "nn.Cell", full: bool) -> "list[nn.Cell]":
+    """Blocks carrying RECOMPUTE_UNIT, outermost first: `selective` units, plus `full` ones when `full`.
+
+    A marker attribute, not isinstance, because AMP O1 rewrites cells into new classes; a block nested
+    inside a chosen one is skipped, since recomputing the outer block already covers it."""
+    units = ("selective", "full") if full else ("selective",)
+    chosen: list = []
+    prefixes: list[str] = []
+    for name, cell in network.cells_and_names():
+        if getattr(cell, RECOMPUTE_UNIT, None) in units and not any(name.startswith(p) for p in prefixes):
+            chosen.append(cell)
+            prefixes.append(name + ".")
+    return chosen
+
+
 class Workload(ABC):
     """One network of a family. Subclasses set the class variables and implement the builders."""
 
@@ -112,6 +130,6 @@ class Workload(ABC):
     def chance(self, preset: Preset) -> float:
         """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
 
-    @abstractmethod
     def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
-        """Blocks to recompute: the marked ones (selective) or every block (full)."""
+        """Blocks to recompute: those the network marks with RECOMPUTE_UNIT (see `marked_blocks`)."""
+        return marked_blocks(network, full)

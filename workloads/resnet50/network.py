@@ -5,7 +5,7 @@ convolution of a bottleneck, not on the first 1x1 (v1). At width 64, blocks (3, 
 classes it has 25,557,032 trainable parameters (the published 25.56 M).
 
 Why our own implementation rather than mindcv's `create_model('resnet50')`: the recompute knob needs
-to know which cells are blocks (each `Bottleneck` carries `RECOMPUTE_MARK`), the tiny preset needs
+to know which cells are blocks (each `Bottleneck` carries `recompute_unit`), the tiny preset needs
 the same code at smaller width/depth, and it is one less dependency pinned to MindSpore versions.
 """
 
@@ -17,7 +17,6 @@ from mindspore import nn, ops
 from mindspore.common.initializer import HeNormal
 
 EXPANSION = 4              # bottleneck output channels = EXPANSION x its 3x3 width
-RECOMPUTE_MARK = "msbench_recompute"   # attribute set on the blocks `recompute=selective` recomputes
 
 
 def conv(cin: int, cout: int, kernel: int, stride: int = 1) -> nn.Conv2d:
@@ -43,7 +42,7 @@ class Bottleneck(nn.Cell):
         self.relu = nn.ReLU()
         self.project = stride != 1 or cin != cout
         self.shortcut = nn.SequentialCell(conv(cin, cout, 1, stride), batch_norm(cout)) if self.project else nn.Identity()
-        setattr(self, RECOMPUTE_MARK, True)
+        self.recompute_unit = "selective"      # workloads.base.marked_blocks
 
     def construct(self, x):
         out = self.relu(self.bn1(self.conv1(x)))
@@ -57,6 +56,7 @@ class Stem(nn.Cell):
 
     def __init__(self, width: int) -> None:
         super().__init__()
+        self.recompute_unit = "full"           # workloads.base.marked_blocks
         self.conv, self.bn, self.relu = conv(3, width, 7, 2), batch_norm(width), nn.ReLU()
         self.pool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
 
@@ -84,13 +84,4 @@ class ResNet(nn.Cell):
         x = self.blocks(self.stem(x))
         x = ops.mean(x, (2, 3))
         return self.fc(x)
-
-
-def recompute_blocks(network: nn.Cell, full: bool) -> list[nn.Cell]:
-    """The cells `recompute` wraps: the marked bottlenecks (selective), or the stem and every block (full)."""
-    marked = [cell for _, cell in network.cells_and_names() if getattr(cell, RECOMPUTE_MARK, False)]
-    if not full:
-        return marked
-    stems = [cell for _, cell in network.cells_and_names() if isinstance(cell, Stem)]
-    return stems + marked
 

@@ -107,8 +107,3 @@ class ResNet50Workload(Workload):
 
     def chance(self, preset: ResNetPreset) -> float:  # type: ignore[override]
         return chance_top1(preset.num_classes)
-
-    def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
-        from workloads.resnet50.network import recompute_blocks
-
-        return recompute_blocks(network, full)

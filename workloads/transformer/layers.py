@@ -47,7 +47,7 @@ class AttentionCore(nn.Cell):
     (Korthikanti et al. 2022, "Reducing activation recomputation in large transformer models").
     """
 
-    recompute_selective = True
+    recompute_unit = "selective"      # workloads.base.marked_blocks
 
     def __init__(self, head_dim: int, dropout: float) -> None:
         super().__init__()
@@ -124,6 +124,7 @@ class EncoderLayer(nn.Cell):
     def __init__(self, d_model: int, ff_dim: int, heads: int, dropout: float, activation: str, eps: float,
                  pre_ln: bool, std: float, out_std: float | None = None) -> None:
         super().__init__()
+        self.recompute_unit = "full"           # workloads.base.marked_blocks
         self.attention = MultiHeadAttention(d_model, heads, dropout, std, out_std)
         self.attention_residual = Residual(d_model, dropout, eps, pre_ln)
         self.ffn = FeedForward(d_model, ff_dim, activation, std, out_std)
@@ -141,6 +142,7 @@ class DecoderLayer(nn.Cell):
     def __init__(self, d_model: int, ff_dim: int, heads: int, dropout: float, activation: str, eps: float,
                  pre_ln: bool, std: float) -> None:
         super().__init__()
+        self.recompute_unit = "full"           # workloads.base.marked_blocks
         self.self_attention = MultiHeadAttention(d_model, heads, dropout, std)
         self.self_residual = Residual(d_model, dropout, eps, pre_ln)
         self.cross_attention = MultiHeadAttention(d_model, heads, dropout, std)

@@ -129,13 +129,6 @@ class TransformerWorkload(Workload):
     def chance(self, preset: TransformerPreset) -> float:
         return majority_accuracy(self.rows(preset, "eval")[len(self.input_columns)])
 
-    def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
-        from workloads.transformer.layers import DecoderLayer, EncoderLayer
-
-        if full:
-            return [cell for _, cell in network.cells_and_names() if isinstance(cell, (EncoderLayer, DecoderLayer))]
-        return [cell for _, cell in network.cells_and_names() if getattr(cell, "recompute_selective", False)]
-
 
 class EncoderDecoderWorkload(TransformerWorkload):
     """Vaswani et al.'s encoder-decoder on copy/reverse/sort (token accuracy, teacher-forced)."""

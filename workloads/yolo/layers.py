@@ -1,7 +1,7 @@
 """The YOLO building blocks (Ultralytics `nn/modules/{conv,block}.py`, mindyolo `models/layers`).
 
 Every convolution is Conv-BN-SiLU with BatchNorm eps 1e-3 and momentum 0.03 (MindSpore spells the
-latter 0.97). Blocks carry a `recompute_unit` class attribute: "csp" (C3, C2f: what selective recompute
+latter 0.97). Blocks carry a `recompute_unit` class attribute (workloads.base.marked_blocks): "selective" (C3, C2f: what selective recompute
 replays) or "conv" (Conv-BN-SiLU, SPPF: added by full recompute). An attribute, not isinstance, because
 AMP O1 rewrites cells into look-alike classes that isinstance does not recognise.
 """
@@ -26,7 +26,7 @@ def scaled_depth(n: int, depth: float) -> int:
 class ConvBNSiLU(nn.Cell):
     """`Conv`: k×k convolution without bias, BatchNorm, SiLU; 'same' padding k//2."""
 
-    recompute_unit = "conv"
+    recompute_unit = "full"
 
     def __init__(self, c_in: int, c_out: int, k: int = 1, s: int = 1, p: int | None = None) -> None:
         super().__init__()
@@ -58,7 +58,7 @@ class Bottleneck(nn.Cell):
 class C3(nn.Cell):
     """YOLOv5 CSP block with three convolutions: two 1×1 branches, n bottlenecks on one, fused by a 1×1."""
 
-    recompute_unit = "csp"
+    recompute_unit = "selective"
 
     def __init__(self, c_in: int, c_out: int, n: int = 1, shortcut: bool = True, e: float = 0.5) -> None:
         super().__init__()
@@ -75,7 +75,7 @@ class C3(nn.Cell):
 class C2f(nn.Cell):
     """YOLOv8 CSP block: split a 1×1 output in two, chain n bottlenecks, concatenate every stage."""
 
-    recompute_unit = "csp"
+    recompute_unit = "selective"
 
     def __init__(self, c_in: int, c_out: int, n: int = 1, shortcut: bool = False, e: float = 0.5) -> None:
         super().__init__()
@@ -97,7 +97,7 @@ class C2f(nn.Cell):
 class SPPF(nn.Cell):
     """Spatial pyramid pooling, fast: three chained 5×5 max-pools concatenated with their input."""
 
-    recompute_unit = "conv"
+    recompute_unit = "full"
 
     def __init__(self, c_in: int, c_out: int, k: int = 5) -> None:
         super().__init__()

@@ -183,16 +183,3 @@ class YoloNet(nn.Cell):
         p3, p4, p5 = self.backbone(image)
         o3, o4, o5 = self.neck(p3, p4, p5)
         return self.head(o3, o4, o5)
-
-
-def recompute_blocks(network: nn.Cell, full: bool) -> list[nn.Cell]:
-    """Selective: the CSP blocks (C3/C2f), where most activations live. Full: also every Conv-BN-SiLU
-    and SPPF not already inside a chosen block."""
-    units = ("csp", "conv") if full else ("csp",)
-    chosen: list[nn.Cell] = []
-    prefixes: list[str] = []
-    for name, cell in network.cells_and_names():
-        if getattr(cell, "recompute_unit", None) in units and not any(name.startswith(p) for p in prefixes):
-            chosen.append(cell)
-            prefixes.append(name + ".")
-    return chosen

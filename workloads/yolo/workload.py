@@ -159,11 +159,6 @@ class YoloWorkload(Workload):
         """Guessed boxes score ~0 mAP: untrained tiny nets measured mAP@0.5 0.0014 (v5s) and 0.0 (v8n, v8s)."""
         return 0.0
 
-    def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
-        from workloads.yolo.network import recompute_blocks
-
-        return recompute_blocks(network, full)
-
 
 def labels_to_boxes(labels: np.ndarray, size: int) -> np.ndarray:
     """Padded label rows (M, 6) -> valid boxes (n, 5) [class, x1, y1, x2, y2] in pixels."""
