@@ -173,6 +173,10 @@ def claims_section(frame: pd.DataFrame, options: Options) -> Section:
     targets = sorted({r.target for r in results})
     if len(targets) < 2:
         notes.append(f"claims are judged on {len(targets)} target(s); run matrices/claims.toml for two chips")
+    mixed = sum(e.mixed_commits for r in results for e in r.evidence)
+    if mixed:
+        notes.append(f"{mixed} comparison(s) pair cells made at different commits (a run resumed while the code "
+                     "changed): their numbers mix code changes with the tip's effect; rerun the matrix in one go")
     missing = [f"{r.claim.key} on {r.target}" for r in results if r.verdict == claims.NO_DATA]
     if missing:
         notes.append("no cells for: " + ", ".join(missing) + " (the 'numbers' column says which cells each needs)")

@@ -70,6 +70,7 @@ class Evidence:
     values: Mapping[str, float | None]
     verdict: str
     bound: str | None = None          # what limits the reference cell (compute, memory, host, data, comm)
+    mixed_commits: bool = False       # its cells were made at different commits
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class Claim:
                 workload=rows[0]["workload"], target=rows[0]["target"],
                 labels=tuple(r["label"] for r in rows), cells=tuple(r["cell_id"] for r in rows),
                 values=values, verdict=combine_checks(self.checks, values),
-                bound=rows[0].get("bound") if isinstance(rows[0].get("bound"), str) else None))
+                bound=rows[0].get("bound") if isinstance(rows[0].get("bound"), str) else None,
+                mixed_commits=len({r.get("made_at") for r in rows}) > 1))
         return out
 
 

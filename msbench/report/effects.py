@@ -45,6 +45,11 @@ def knob_effects(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             continue
         if others.empty:
             notes.append(f"{name}: only the baseline cell, nothing to compare.")
+        mixed = others[(others["status"] == "ok") & (others.get("made_at") != base.get("made_at"))] \
+            if "made_at" in others.columns else others.iloc[:0]
+        if len(mixed):
+            notes.append(f"{name}: {len(mixed)} cell(s) were made at another commit than the baseline "
+                         f"({str(base['made_at'])[:10]}); their differences mix code changes with knob effects.")
         for _, row in others.iterrows():
             ok = row["status"] == "ok"
             speed = ratio(metric(row, "throughput"), metric(base, "throughput")) if ok else None

@@ -50,6 +50,7 @@ class RecordSet:
             frame = frame.reset_index(drop=True)
             frame["overrides"] = [canonical_json(dict(r.cell.overrides)) for r in kept]
             frame["commit"] = [commit_of(r, commits) for r in kept]
+            frame["made_at"] = [record_commit(r) for r in kept]          # the tree a record came from
             parts = pd.DataFrame([components(r.metrics) for r in kept]).add_prefix("component.")
             frame = pd.concat([frame, parts], axis=1)
         return cls(tuple(kept), frame)

@@ -185,3 +185,16 @@ def test_commits_follow_git_history_not_wall_time(tmp_path):
     early_new = record(thr=2.0, commit=newer, started=1.0)
     runs = load_inputs([write_run(tmp_path / "r.jsonl", [late_old, early_new])]).runs
     assert runs.commits() == [older, newer]
+
+
+def test_comparisons_across_commits_are_flagged(tmp_path):
+    records = claims_records()
+    for i, rec in enumerate(records):
+        rec.run_id = "claims"
+        rec.started_at = float(i)
+        rec.provenance["commit"] = "a" * 40 if rec.cell.label == "base" else "b" * 40
+    sections = build_report(load_inputs([write_run(tmp_path / "r.jsonl", records)]), Options(plots=False))
+    effects = next(s for s in sections if s.anchor == "effects")
+    assert any("9 cell(s) were made at another commit than the baseline (aaaaaaaaaa)" in n for n in effects.notes)
+    claims = next(s for s in sections if s.anchor == "claims")
+    assert any("pair cells made at different commits" in n for n in claims.notes)
