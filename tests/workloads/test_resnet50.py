@@ -17,16 +17,6 @@ def wl():
     return get_workload("resnet50")
 
 
-@pytest.fixture
-def graph_mode(scratch):
-    import mindspore as ms
-
-    before = ms.get_context("mode")
-    ms.set_context(mode=ms.GRAPH_MODE)
-    yield
-    ms.set_context(mode=before)
-
-
 def test_full_network_has_the_published_parameter_count(wl, scratch):
     from workloads.summary import trainable_params
 

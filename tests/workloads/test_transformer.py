@@ -15,16 +15,6 @@ from workloads.transformer.workload import published
 NAMES = ["transformer-base", "transformer-large", "bert-base", "bert-large", "gpt2-small"]
 
 
-@pytest.fixture
-def graph_mode(scratch):
-    import mindspore as ms
-
-    before = ms.get_context("mode")
-    ms.set_context(mode=ms.GRAPH_MODE)
-    yield
-    ms.set_context(mode=before)
-
-
 def param_count(network) -> int:
     return sum(int(np.prod(p.shape)) for p in network.trainable_params())
 

@@ -178,16 +178,6 @@ def test_preset_validation_names_the_field():
         wl.preset("tiny", {"augment": "cutmix"})
 
 
-@pytest.fixture
-def graph_mode(scratch):
-    import mindspore as ms
-
-    before = ms.get_context("mode")
-    ms.set_context(mode=ms.GRAPH_MODE)
-    yield
-    ms.set_context(mode=before)
-
-
 REPEAT_STEPS = 6
 
 
