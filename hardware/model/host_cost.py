@@ -1,7 +1,7 @@
 """Per-sample host cost of a workload's real `mindspore.dataset` pipeline, measured on this host.
 
 The device model scales it to a profile's host (`host_time.py`); here it is measured once per
-content key (MindSpore version, workload source, preset and overrides, data format, batch) by
+content key (MindSpore version, workload source, preset and overrides, data format) by
 iterating `workload.make_dataset(...)` with one worker in a child process, and cached on disk.
 The result records this host's cores and CPU model, the reference the profiles scale from.
 
@@ -60,9 +60,11 @@ class HostCost:
 
 
 def host_cost_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
-    batch = settings.batch_size
+    """One measurement per (workload, preset, data format): a per-sample cost, taken at the preset's batch,
+    so that every cell of a workload is predicted from the same measurement, not from several taken at
+    different moments of a noisy host."""
     return content_key("host_cost", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
-                       workload, preset, dict(overrides), settings.data_format, batch)
+                       workload, preset, dict(overrides), settings.data_format)
 
 
 def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> HostCost:
@@ -74,7 +76,7 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, s
         return HostCost.from_dict(cached)
     check_preset(workload, preset, overrides)
     request = {"workload": workload, "preset": preset, "overrides": overrides,
-               "data_format": settings.data_format, "batch_size": settings.batch_size, "seed": settings.seed}
+               "data_format": settings.data_format, "batch_size": None, "seed": 1}
     try:
         measured = run_child("hardware.model.host_cost", request, TIMEOUT_S)
     except ChildError as err:
