@@ -57,6 +57,18 @@ def accuracy_settings(settings: Settings) -> Settings:
     return make_settings(knobs)
 
 
+def accuracy_cell_settings(cell: Cell, workload: Any) -> Settings:
+    """`accuracy_settings` for a cell whose preset may not be tiny: there the batch knob acts as a ratio to
+    that preset's own batch, so a full-size cell at its usual batch trains the tiny preset at the tiny
+    batch (not at 256 on a split of 1,024), and doubling the full batch doubles the tiny one."""
+    settings = accuracy_settings(cell.settings)
+    if cell.preset == "tiny" or settings.batch_size is None:
+        return settings
+    own = workload.preset(cell.preset, cell.overrides).batch_size
+    tiny = workload.preset(*accuracy_preset(cell)).batch_size
+    return settings.replace(batch_size=max(1, round(tiny * settings.batch_size / own)))
+
+
 def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
     """Always the tiny preset; the cell's preset overrides apply only when it is the tiny one."""
     return "tiny", (dict(cell.overrides) if cell.preset == "tiny" else {})
@@ -80,7 +92,7 @@ def accuracy_key(cell: Cell) -> str:
     workload = load_workload(cell.workload)
     preset, overrides = accuracy_preset(cell)
     return content_key("accuracy/1", metadata.version("mindspore"), cell.workload, preset, overrides,
-                       source_hash(workload_sources(workload)), accuracy_settings(cell.settings).non_default())
+                       source_hash(workload_sources(workload)), accuracy_cell_settings(cell, workload).non_default())
 
 
 def measure_accuracy(cell: Cell) -> AccuracyResult:
@@ -102,7 +114,7 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
     from workloads.train_step import step_batch_size, train
 
     workload = load_workload(cell.workload)
-    settings = accuracy_settings(cell.settings)
+    settings = accuracy_cell_settings(cell, workload)
     preset_name, overrides = accuracy_preset(cell)
     preset = workload.preset(preset_name, overrides)
     reason = unsupported_reason(settings, "cpu")

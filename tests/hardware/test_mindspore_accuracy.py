@@ -66,3 +66,21 @@ def test_a_failed_accuracy_run_is_recorded_not_raised(toy_env, toy_cell):
     add_accuracy(record)
     assert record.metrics.accuracy is None
     assert "accuracy run failed" in record.metrics.extra["accuracy_run"]["reason"]
+
+
+def test_a_full_size_batch_is_a_ratio_for_the_tiny_accuracy_run():
+    from hardware.mindspore.accuracy import accuracy_cell_settings
+    from msbench.cell import Cell
+    from workloads.registry import get_workload
+
+    wl = get_workload("resnet50")
+    full, tiny = wl.preset("full").batch_size, wl.preset("tiny").batch_size
+
+    def batch(preset, knobs):
+        return accuracy_cell_settings(Cell(workload="resnet50", preset=preset, settings=make_settings(knobs)),
+                                      wl).batch_size
+
+    assert batch("full", {}) is None                               # the tiny preset's own batch
+    assert batch("full", {"batch_size": full}) == tiny
+    assert batch("full", {"batch_size": 2 * full}) == 2 * tiny
+    assert batch("tiny", {"batch_size": 8}) == 8
