@@ -14,6 +14,7 @@ import importlib.util
 import os
 import re
 import socket
+import stat
 import subprocess
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +34,14 @@ def mindspore_dir() -> Path:
 
 
 def cache_binary() -> Path:
-    return mindspore_dir() / "utils" / "bin" / "dataset-cache"
+    """The admin binary, made executable (with its server) as MindSpore's own cache_admin does: the
+    wheel installs both without exec bits, so a fresh environment could not start them otherwise."""
+    bin_dir = mindspore_dir() / "utils" / "bin"
+    for name in ("dataset-cache", "dataset-cache-server"):
+        path = bin_dir / name
+        if not os.access(path, os.X_OK):
+            path.chmod(stat.S_IRWXU)
+    return bin_dir / "dataset-cache"
 
 
 def admin_env() -> dict[str, str]:
