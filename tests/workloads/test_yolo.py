@@ -186,7 +186,7 @@ def parameter_values(cell) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["yolov8n", "yolov5s"])
+@pytest.mark.parametrize("name", ["yolov8n", "yolov5s", "yolov8s"])
 def test_tiny_trains_in_graph_mode_to_map_above_chance_bit_identically(name, graph_mode):
     """The accuracy run of `train_step.train`, spelled out so its compiled step can be replayed: a second
     run is a fresh build (its initial parameters must equal the first's), a fresh pipeline and the same
