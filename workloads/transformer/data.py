@@ -37,15 +37,23 @@ def pad_to(tokens: Sequence[int], length: int, fill: int) -> np.ndarray:
     return out
 
 
-class SequenceTaskSource:
-    """Encoder-decoder samples (src_ids, tgt_ids, labels): target = task(source), teacher-forced from BOS."""
+class SplitSource:
+    """A generated split of a preset: `split` names it and its size is the preset's train or eval count."""
 
     def __init__(self, preset: TransformerPreset, split: str) -> None:
-        self.task, self.split, self.n = preset.task, split, preset.train_samples if split == "train" else preset.eval_samples
-        self.seq_len, self.vocab = preset.seq_len, preset.vocab_size
+        self.split, self.seq_len = split, preset.seq_len
+        self.n = preset.train_samples if split == "train" else preset.eval_samples
 
     def __len__(self) -> int:
         return self.n
+
+
+class SequenceTaskSource(SplitSource):
+    """Encoder-decoder samples (src_ids, tgt_ids, labels): target = task(source), teacher-forced from BOS."""
+
+    def __init__(self, preset: TransformerPreset, split: str) -> None:
+        super().__init__(preset, split)
+        self.task, self.vocab = preset.task, preset.vocab_size
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
         rng = sample_rng(self.task, self.split, index)
@@ -131,16 +139,13 @@ def flatten(sentences: list[list[int]]) -> list[int]:
     return [t for s in sentences for t in s]
 
 
-class BertPairSource:
+class BertPairSource(SplitSource):
     """(input_ids, token_type_ids, nsp_label): `[CLS] A [SEP] B [SEP]`, B the true continuation of A
     (label 0, IsNext) or text from another document (label 1, NotNext), as in BERT's pre-training data."""
 
     def __init__(self, preset: TransformerPreset, split: str) -> None:
-        self.split, self.n = split, preset.train_samples if split == "train" else preset.eval_samples
-        self.seq_len, self.grammar = preset.seq_len, Grammar(MASK + 1, preset.vocab_size)
-
-    def __len__(self) -> int:
-        return self.n
+        super().__init__(preset, split)
+        self.grammar = Grammar(MASK + 1, preset.vocab_size)
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
         rng = sample_rng("mlm", self.split, index)
@@ -183,16 +188,13 @@ class BertMasking:
         return ids, positions, labels
 
 
-class LanguageModelSource:
+class LanguageModelSource(SplitSource):
     """(input_ids, labels): a window of seq_len tokens of generated documents (separated by DOC_END, packed
     as in GPT-2's training) and the same window shifted by one token."""
 
     def __init__(self, preset: TransformerPreset, split: str) -> None:
-        self.split, self.n = split, preset.train_samples if split == "train" else preset.eval_samples
-        self.seq_len, self.grammar = preset.seq_len, Grammar(DOC_END + 1, preset.vocab_size)
-
-    def __len__(self) -> int:
-        return self.n
+        super().__init__(preset, split)
+        self.grammar = Grammar(DOC_END + 1, preset.vocab_size)
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
         rng = sample_rng("lm", self.split, index)
