@@ -5,11 +5,13 @@ Entries are JSON files named by a content key, so a changed input is a new entry
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 CACHE_ENV = "MSBENCH_CACHE"
 
@@ -54,3 +56,32 @@ def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(value, sort_keys=True))
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def cache_lock(kind: str, key: str) -> Iterator[None]:
+    """Held while an entry is computed, so parallel cells (`--jobs`) or two runs sharing the cache compute
+    it once: the second waits and then reads the first one's entry. `flock` is released if the holder dies."""
+    with open(cache_dir(kind) / f".{key}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached(kind: str, key: str, compute: Callable[[], dict[str, Any]],
+           keep: Callable[[dict[str, Any]], bool] = lambda entry: True) -> tuple[dict[str, Any], bool]:
+    """(entry, was_cached): the cached entry, or `compute()` (by one process at a time), stored under the
+    key when `keep(entry)` (e.g. not a run that could not produce a number)."""
+    hit = cache_get(kind, key)
+    if hit is not None:
+        return hit, True
+    with cache_lock(kind, key):
+        hit = cache_get(kind, key)
+        if hit is not None:
+            return hit, True
+        entry = compute()
+        if keep(entry):
+            cache_put(kind, key, entry)
+        return entry, False

@@ -21,9 +21,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from msbench.cache import cache_get, cache_put, content_key, source_hash
+from msbench.cache import cached, content_key, source_hash
 from msbench.cell import Cell
 from msbench.settings import Settings, make_settings
 
@@ -97,18 +97,24 @@ def accuracy_key(cell: Cell) -> str:
 
 def measure_accuracy(cell: Cell) -> AccuracyResult:
     """Train and evaluate in this process (sets MindSpore's global context: call it in a child)."""
+    return cached_accuracy(cell, lambda key: asdict(train_and_evaluate(cell, key)))
+
+
+def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResult:
+    """`train_and_evaluate` in a fresh process in a scratch directory (a cache hit needs no process)."""
+    return cached_accuracy(cell, lambda key: run_accuracy_child(cell, timeout))
+
+
+def cached_accuracy(cell: Cell, run: Callable[[str], dict[str, Any]]) -> AccuracyResult:
+    """The cached result for the cell's accuracy key, else `run(key)`'s, computed once when parallel cells
+    share the key; a run that could not produce a number (value None, with its reason) is not kept."""
     key = accuracy_key(cell)
-    hit = cache_get(CACHE_KIND, key)
-    if hit is not None:
-        return AccuracyResult(**{**hit, "cached": True})
-    result = train_and_evaluate(cell)
-    result.key = key
-    if result.value is not None:
-        cache_put(CACHE_KIND, key, asdict(result))
-    return result
+    entry, hit = cached(CACHE_KIND, key, lambda: run(key), keep=lambda result: result["value"] is not None)
+    return AccuracyResult(**{**entry, "cached": hit})
 
 
-def train_and_evaluate(cell: Cell) -> AccuracyResult:
+def train_and_evaluate(cell: Cell, key: str = "") -> AccuracyResult:
+    """Train the tiny preset and evaluate it, in this process (no cache)."""
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
     from hardware.mindspore.resolve import load_workload
     from workloads.train_step import step_batch_size, train
@@ -122,19 +128,18 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
         reason = (f"{step_batch_size(preset, settings)} samples per step exceed the {preset.train_samples} "
                   f"training samples of {cell.workload}'s tiny preset")
     if reason:
-        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}")
+        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}",
+                              key=key)
     apply_context(plan_context(settings, "cpu"))
     run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data")
     metrics = {k: float(v) for k, v in workload.evaluate(run.network, preset).items()}
     return AccuracyResult(value=metrics[workload.metric_name], metric=workload.metric_name, metrics=metrics,
-                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen)
+                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen,
+                          key=key)
 
 
-def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResult:
-    """`measure_accuracy` in a fresh process in a scratch directory (a cache hit needs no process)."""
-    hit = cache_get(CACHE_KIND, accuracy_key(cell))
-    if hit is not None:
-        return AccuracyResult(**{**hit, "cached": True})
+def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
+    """`python -m hardware.mindspore.accuracy` on the cell: its AccuracyResult as a dict."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory(prefix="msbench-accuracy-") as scratch:
@@ -143,13 +148,14 @@ def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResul
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"accuracy run of {cell.workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return AccuracyResult(**json.loads(lines[-1][len(RESULT_PREFIX):]))
+    result: dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX):])
+    return result
 
 
 def main() -> int:
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     cell = Cell.from_dict(json.loads(sys.stdin.read()))
-    result = measure_accuracy(cell)
+    result = train_and_evaluate(cell, accuracy_key(cell))
     sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
     return 0
 

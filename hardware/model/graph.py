@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from msbench.cache import cache_dir, cache_get, cache_put, content_key, source_hash
+from msbench.cache import cache_dir, cached, content_key, source_hash
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
@@ -83,19 +83,16 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
     memo_key = (str(cache_dir(CACHE_KIND)), key)
     if memo_key in _LOADED:
         return _LOADED[memo_key]
-    cached = cache_get(CACHE_KIND, key)
-    if cached is not None:
-        graph = OpGraph.from_dict(cached)
-        _LOADED[memo_key] = graph
-        return graph
-    check_preset(workload, preset, overrides)
-    result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
-                          "overrides": overrides, "settings": settings.to_dict()})
-    data = {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
-            "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
-            "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
-            "key": key, "meta": graph_meta(result, settings)}
-    cache_put(CACHE_KIND, key, data)
+    def compile_step() -> dict[str, Any]:
+        check_preset(workload, preset, overrides)
+        result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
+                              "overrides": overrides, "settings": settings.to_dict()})
+        return {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
+                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
+                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
+                "key": key, "meta": graph_meta(result, settings)}
+
+    data, _ = cached(CACHE_KIND, key, compile_step)
     graph = OpGraph.from_dict(data)
     _LOADED[memo_key] = graph
     return graph
