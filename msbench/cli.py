@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/runs", help="directory of run files (default results/runs)")
     p.add_argument("--run-id", help="name of the run file (default: <matrix>-<target>-<time>)")
     p.add_argument("--resume", action="store_true", help="skip cells already recorded in the run")
-    p.add_argument("--jobs", type=int, default=1, help="cells run at once")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="cells run at once (default: what the target allows; 2 on the device model, 1 measuring)")
     p.add_argument("--shard", default="1/1", help="run only shard i of N (1-based), e.g. 2/4")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per isolated cell")
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")

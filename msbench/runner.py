@@ -127,7 +127,7 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
 
 
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
-               run_id: str | None = None, resume: bool = False, jobs: int = 1, shard: str = "1/1",
+               run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None) -> RunResult:
     matrix = load_matrix(matrix_path, target=target, extra=extra)
     expansion = matrix.expand()
@@ -143,6 +143,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     pending = [e for e in todo if e.cell.id not in done]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
     options = {"accuracy": matrix.accuracy}
+    jobs = jobs or default_jobs(matrix.targets, options)
     provenance = capture_provenance()
     run_name = path.stem
     baselines = {r.cell_id: r for r in done.values()}
@@ -173,6 +174,12 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
     return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending))
+
+
+def default_jobs(target_names: Iterable[str], options: Mapping[str, Any]) -> int:
+    """Cells at once when `--jobs` is not given: what every target allows (`parallel_cells`; 1 when a
+    target does not say, since a measuring target must not share the host with another cell)."""
+    return min(getattr(resolve_target(name, **options), "parallel_cells", 1) for name in target_names)
 
 
 def run_batch(entries: list[Entry], execute: Callable[[Entry], Record], advance: Callable[[Record], None],
@@ -240,7 +247,7 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs={args.jobs} is not allowed; allowed: an integer >= 1")
     result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                         jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,

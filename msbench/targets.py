@@ -19,7 +19,8 @@ MINDSPORE_DEVICES = ("cpu", "ascend", "gpu")
 
 @runtime_checkable
 class Target(Protocol):
-    """Runs a cell and returns its Record. `isolate` targets run each cell in a fresh subprocess."""
+    """Runs a cell and returns its Record. `isolate` targets run each cell in a fresh subprocess.
+    Optional `parallel_cells`: how many cells may run at once when `--jobs` is not given (default 1)."""
 
     name: str
     isolate: bool

@@ -100,3 +100,13 @@ def test_existing_run_needs_resume(tmp_path, support_path):
     with pytest.raises(UserError, match="--resume"):
         run_matrix(path, out=tmp_path / "runs", run_id="once", progress=False)
     assert run_matrix(path, out=tmp_path / "runs", run_id="once", resume=True, progress=False).records == []
+
+
+def test_default_jobs_follow_the_targets(support_path):
+    from msbench.runner import default_jobs
+
+    assert default_jobs(["support_targets:InlineTarget"], {}) == 1          # says nothing: one at a time
+    assert default_jobs(["mindspore:cpu"], {"accuracy": False}) == 1        # measuring: never shares the host
+    model = default_jobs(["model:ascend910b"], {"accuracy": False})
+    assert model == min(2, os.cpu_count() or 1)
+    assert default_jobs(["model:ascend910b", "mindspore:cpu"], {"accuracy": False}) == 1
