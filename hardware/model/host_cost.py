@@ -5,9 +5,12 @@ content key (MindSpore version, workload source, preset and overrides, data form
 iterating `workload.make_dataset(...)` with one worker in a child process, and cached on disk.
 The result records this host's cores and CPU model, the reference the profiles scale from.
 
-Robustness: the first batch (pipeline start-up, thread spawn, MindRecord open) is excluded; the
-figure is the median over a few timed segments of whole batches, each at least `MIN_SAMPLES`
-samples, with prefetch 1 so a queue filled while idle cannot flatter the timing.
+Robustness: the workloads' sources render and encode each sample once, then serve the stored bytes
+(as a reader of files would), so the whole first epoch (generation, pipeline start-up, MindRecord
+open) is excluded; the figure is the median over a few timed segments of whole batches of the next
+epoch, each at least `MIN_SAMPLES` samples, with prefetch 1 so a queue filled while idle cannot
+flatter the timing. The split is cut to the timed samples: the cost per sample does not depend on
+its length, and BERT's full split took 80 s just to write as MindRecord.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from msbench.cache import cached, content_key, source_hash
 from msbench.settings import Settings
 
 CACHE_KIND = "host_cost"
-SCHEMA = 2                  # 2: whole batches per segment, only the samples read are generated
+SCHEMA = 2                  # 2: the first epoch untimed (was: the first batch), a cut split
 REPEATS = 5                 # timed segments; the median is reported
 MIN_SAMPLES = 64            # samples per timed segment (whole batches: one ResNet-50 batch of 256)
 TIMEOUT_S = 600.0
@@ -97,8 +100,32 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@dataclass(frozen=True)
+class ProbePlan:
+    """How the probe reads a split: one untimed epoch, then `repeats` segments of `per_segment` batches."""
+
+    batch: int
+    per_segment: int
+    repeats: int
+    train_samples: int          # the split, cut to the timed samples
+
+    @classmethod
+    def for_split(cls, train_samples: int, batch: int) -> "ProbePlan":
+        per_segment = max(1, -(-MIN_SAMPLES // batch))
+        return cls(batch, per_segment, REPEATS, min(train_samples, REPEATS * per_segment * batch))
+
+    @property
+    def epoch_batches(self) -> int:
+        return max(1, self.train_samples // self.batch)
+
+    @property
+    def epochs(self) -> int:
+        """The untimed first epoch plus enough epochs for the timed batches."""
+        return 1 + -(-self.repeats * self.per_segment // self.epoch_batches)
+
+
 def measure(request: Mapping[str, Any]) -> dict[str, Any]:
-    """Iterate the real pipeline (child side): warm-up batch, then `REPEATS` timed segments."""
+    """Iterate the real pipeline (child side): one untimed epoch, then `REPEATS` timed segments."""
     from msbench.settings import make_settings
     from workloads.registry import get_workload
 
@@ -107,27 +134,24 @@ def measure(request: Mapping[str, Any]) -> dict[str, Any]:
     batch = request["batch_size"] or preset.batch_size
     settings = make_settings({"data_format": request["data_format"], "workers": 1, "prefetch": 1,
                               "seed": request["seed"], "batch_size": batch})
-    per_segment = max(1, -(-MIN_SAMPLES // batch))                  # batches per timed segment
-    needed = 1 + REPEATS * per_segment
-    # Generate (and for MindRecord, write) only the samples read: writing BERT's full 65,536-sequence
-    # split took 80 s for the ~350 sequences the probe reads. The per-sample cost does not depend on it.
-    if preset.train_samples > needed * batch:
-        preset = wl.preset(request["preset"], {**request["overrides"], "train_samples": needed * batch})
-    epoch_batches = max(1, preset.train_samples // batch)
+    plan = ProbePlan.for_split(preset.train_samples, batch)
+    if plan.train_samples < preset.train_samples:
+        preset = wl.preset(request["preset"], {**request["overrides"], "train_samples": plan.train_samples})
     dataset = wl.make_dataset(preset, "train", settings, batch, workdir=Path(request["dump_dir"]))
-    dataset = dataset.repeat(-(-needed // epoch_batches))
-    iterator = dataset.create_tuple_iterator(output_numpy=True, num_epochs=1)
-    first = next(iterator)                                          # start-up: not timed
+    iterator = dataset.repeat(plan.epochs).create_tuple_iterator(output_numpy=True, num_epochs=1)
+    first = next(iterator)
     bytes_per_sample = sum(column.nbytes for column in first) // batch
+    for _ in range(plan.epoch_batches - 1):                         # the rest of the untimed epoch
+        next(iterator)
     segments = []
-    for _ in range(REPEATS):
+    for _ in range(plan.repeats):
         start = time.perf_counter()
-        for _ in range(per_segment):
+        for _ in range(plan.per_segment):
             next(iterator)
-        segments.append((time.perf_counter() - start) / (per_segment * batch))
+        segments.append((time.perf_counter() - start) / (plan.per_segment * batch))
     return {"seconds_per_sample": statistics.median(segments), "bytes_per_sample": int(bytes_per_sample),
             "host_cores": os.cpu_count() or 1, "cpu_model": cpu_model(), "batch_size": batch,
-            "segments_s_per_sample": segments, "samples_timed": REPEATS * per_segment * batch}
+            "segments_s_per_sample": segments, "samples_timed": plan.repeats * plan.per_segment * batch}
 
 
 def main() -> int:

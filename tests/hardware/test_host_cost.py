@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hardware.model.host_cost as host_cost_mod
-from hardware.model.host_cost import HostCost, cpu_model, host_cost, host_cost_key
+from hardware.model.host_cost import HostCost, ProbePlan, cpu_model, host_cost, host_cost_key
 from msbench.settings import Settings
 
 
@@ -45,3 +45,14 @@ def test_bad_preset_is_a_config_error(private_cache):
 
     with pytest.raises(ConfigError, match="preset"):
         host_cost("resnet50", "huge", {}, Settings())
+
+
+@pytest.mark.parametrize("train_samples, batch", [(1024, 256), (65536, 32), (512, 16), (40, 16), (8, 32)])
+def test_probe_times_only_epochs_after_the_first(train_samples, batch):
+    """Sources generate each sample on first read: a timed batch in the first epoch would time generation."""
+    plan = ProbePlan.for_split(train_samples, batch)
+    timed = plan.repeats * plan.per_segment
+    assert plan.per_segment * batch >= host_cost_mod.MIN_SAMPLES or plan.per_segment == 1
+    assert plan.train_samples <= train_samples
+    assert (plan.epochs - 1) * plan.epoch_batches >= timed           # every timed batch after epoch one
+    assert plan.train_samples >= min(train_samples, timed * batch)   # cut, but never below what is timed
