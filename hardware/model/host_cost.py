@@ -30,7 +30,7 @@ from msbench.cache import cached, content_key, source_hash
 from msbench.settings import Settings
 
 CACHE_KIND = "host_cost"
-SCHEMA = 2                  # 2: the first epoch untimed (was: the first batch), a cut split
+SCHEMA = 2                  # bump when HostCost's fields change (editing this file changes the key)
 REPEATS = 5                 # timed segments; the median is reported
 MIN_SAMPLES = 64            # samples per timed segment (whole batches: one ResNet-50 batch of 256)
 TIMEOUT_S = 600.0
@@ -65,9 +65,9 @@ class HostCost:
 def host_cost_key(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> str:
     """One measurement per (workload, preset, data format): a per-sample cost, taken at the preset's batch,
     so that every cell of a workload is predicted from the same measurement, not from several taken at
-    different moments of a noisy host."""
+    different moments of a noisy host. This file's source is in the key: a changed probe re-measures."""
     return content_key("host_cost", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
-                       workload, preset, dict(overrides), settings.data_format)
+                       source_hash([Path(__file__)]), workload, preset, dict(overrides), settings.data_format)
 
 
 def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> HostCost:
