@@ -16,10 +16,14 @@ from typing import Any, Callable, Iterable, Iterator
 CACHE_ENV = "MSBENCH_CACHE"
 
 
+def cache_root() -> Path:
+    """`$MSBENCH_CACHE` (default `~/.cache/msbench`), shared by every checkout and asv env."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "msbench")
+
+
 def cache_dir(kind: str) -> Path:
-    """`$MSBENCH_CACHE/<kind>` (default `~/.cache/msbench/<kind>`), shared by every checkout and asv env."""
-    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "msbench")
-    path = root / kind
+    """`<cache root>/<kind>`, created on first use."""
+    path = cache_root() / kind
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from msbench.cache import cached, content_key, source_hash
 from msbench.cell import Cell
+from msbench.host_share import shared_host
 from msbench.settings import Settings, make_settings
 
 NUMERICS_KNOBS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
@@ -142,7 +143,7 @@ def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
     """`python -m hardware.mindspore.accuracy` on the cell: its AccuracyResult as a dict."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
-    with tempfile.TemporaryDirectory(prefix="msbench-accuracy-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="msbench-accuracy-") as scratch, shared_host():
         proc = subprocess.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
                               capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]

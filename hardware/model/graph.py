@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from msbench.cache import cache_dir, cached, content_key, source_hash
+from msbench.host_share import shared_host
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
@@ -153,6 +154,7 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
 def run_extract(request: dict[str, Any], timeout: float = EXTRACT_TIMEOUT_S) -> dict[str, Any]:
     """Compile and parse in `python -m hardware.model.extract` (clean IR environment, scratch cwd)."""
     try:
-        return run_child("hardware.model.extract", request, timeout)
+        with shared_host():                          # compile-only: may overlap other children, not a probe
+            return run_child("hardware.model.extract", request, timeout)
     except ChildError as err:
         raise ExtractionError(f"graph extraction {err}") from err

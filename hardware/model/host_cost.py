@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from hardware.model.extract import ChildError, run_child
 from hardware.model.graph import check_preset, mindspore_version, workload_sources
 from msbench.cache import cached, content_key, source_hash
+from msbench.host_share import exclusive_host
 from msbench.settings import Settings
 
 CACHE_KIND = "host_cost"
@@ -80,7 +81,8 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, s
         request = {"workload": workload, "preset": preset, "overrides": overrides,
                    "data_format": settings.data_format, "batch_size": None, "seed": 1}
         try:
-            measured = run_child("hardware.model.host_cost", request, TIMEOUT_S)
+            with exclusive_host():                   # a timing: alone on the host (msbench.host_share)
+                measured = run_child("hardware.model.host_cost", request, TIMEOUT_S)
         except ChildError as err:
             raise RuntimeError(f"host-cost measurement of {workload}/{preset} {err}") from err
         return {**measured, "key": key}
