@@ -63,15 +63,21 @@ def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def cache_lock(kind: str, key: str) -> Iterator[None]:
-    """Held while an entry is computed, so parallel cells (`--jobs`) or two runs sharing the cache compute
-    it once: the second waits and then reads the first one's entry. `flock` is released if the holder dies."""
-    with open(cache_dir(kind) / f".{key}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def file_lock(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+    """`flock` on `path` (created if missing) for the block: across threads and processes, and released
+    by the kernel if the holder dies."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cache_lock(kind: str, key: str) -> contextlib.AbstractContextManager[None]:
+    """Held while an entry is computed, so parallel cells (`--jobs`) or two runs sharing the cache compute
+    it once: the second waits and then reads the first one's entry."""
+    return file_lock(cache_dir(kind) / f".{key}.lock")
 
 
 def cached(kind: str, key: str, compute: Callable[[], dict[str, Any]],

@@ -14,23 +14,17 @@ import contextlib
 import fcntl
 from typing import Iterator
 
-from msbench.cache import cache_root
+from msbench.cache import cache_root, file_lock
 
 
 @contextlib.contextmanager
 def _host(mode: int) -> Iterator[None]:
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".host.turnstile", "a") as turnstile, open(root / ".host.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)        # a waiting measurement holds this: no new sharers pass
-        try:
-            fcntl.flock(lock, mode)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with contextlib.ExitStack() as held:
+        with file_lock(root / ".host.turnstile"):      # a waiting measurement holds this: no new sharers pass
+            held.enter_context(file_lock(root / ".host.lock", mode))
+        yield
 
 
 def shared_host() -> contextlib.AbstractContextManager[None]:

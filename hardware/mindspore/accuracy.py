@@ -98,23 +98,23 @@ def accuracy_key(cell: Cell) -> str:
 
 def measure_accuracy(cell: Cell) -> AccuracyResult:
     """Train and evaluate in this process (sets MindSpore's global context: call it in a child)."""
-    return cached_accuracy(cell, lambda key: asdict(train_and_evaluate(cell, key)))
+    return cached_accuracy(cell, lambda: asdict(train_and_evaluate(cell)))
 
 
 def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResult:
     """`train_and_evaluate` in a fresh process in a scratch directory (a cache hit needs no process)."""
-    return cached_accuracy(cell, lambda key: run_accuracy_child(cell, timeout))
+    return cached_accuracy(cell, lambda: run_accuracy_child(cell, timeout))
 
 
-def cached_accuracy(cell: Cell, run: Callable[[str], dict[str, Any]]) -> AccuracyResult:
-    """The cached result for the cell's accuracy key, else `run(key)`'s, computed once when parallel cells
+def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyResult:
+    """The cached result for the cell's accuracy key, else `run()`'s, computed once when parallel cells
     share the key; a run that could not produce a number (value None, with its reason) is not kept."""
     key = accuracy_key(cell)
-    entry, hit = cached(CACHE_KIND, key, lambda: run(key), keep=lambda result: result["value"] is not None)
+    entry, hit = cached(CACHE_KIND, key, lambda: {**run(), "key": key}, keep=lambda result: result["value"] is not None)
     return AccuracyResult(**{**entry, "cached": hit})
 
 
-def train_and_evaluate(cell: Cell, key: str = "") -> AccuracyResult:
+def train_and_evaluate(cell: Cell) -> AccuracyResult:
     """Train the tiny preset and evaluate it, in this process (no cache)."""
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
     from hardware.mindspore.resolve import load_workload
@@ -129,14 +129,12 @@ def train_and_evaluate(cell: Cell, key: str = "") -> AccuracyResult:
         reason = (f"{step_batch_size(preset, settings)} samples per step exceed the {preset.train_samples} "
                   f"training samples of {cell.workload}'s tiny preset")
     if reason:
-        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}",
-                              key=key)
+        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}")
     apply_context(plan_context(settings, "cpu"))
     run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data")
     metrics = {k: float(v) for k, v in workload.evaluate(run.network, preset).items()}
     return AccuracyResult(value=metrics[workload.metric_name], metric=workload.metric_name, metrics=metrics,
-                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen,
-                          key=key)
+                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen)
 
 
 def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
@@ -156,7 +154,7 @@ def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
 def main() -> int:
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     cell = Cell.from_dict(json.loads(sys.stdin.read()))
-    result = train_and_evaluate(cell, accuracy_key(cell))
+    result = train_and_evaluate(cell)
     sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
     return 0
 

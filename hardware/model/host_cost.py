@@ -79,7 +79,7 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, s
     def probe() -> dict[str, Any]:
         check_preset(workload, preset, overrides)
         request = {"workload": workload, "preset": preset, "overrides": overrides,
-                   "data_format": settings.data_format, "batch_size": None, "seed": 1}
+                   "data_format": settings.data_format}
         try:
             with exclusive_host():                   # a timing: alone on the host (msbench.host_share)
                 measured = run_child("hardware.model.host_cost", request, TIMEOUT_S)
@@ -133,9 +133,8 @@ def measure(request: Mapping[str, Any]) -> dict[str, Any]:
 
     wl = get_workload(request["workload"])
     preset = wl.preset(request["preset"], request["overrides"])
-    batch = request["batch_size"] or preset.batch_size
-    settings = make_settings({"data_format": request["data_format"], "workers": 1, "prefetch": 1,
-                              "seed": request["seed"], "batch_size": batch})
+    batch = preset.batch_size
+    settings = make_settings({"data_format": request["data_format"], "workers": 1, "prefetch": 1, "seed": 1})
     plan = ProbePlan.for_split(preset.train_samples, batch)
     if plan.train_samples < preset.train_samples:
         preset = wl.preset(request["preset"], {**request["overrides"], "train_samples": plan.train_samples})
