@@ -2,7 +2,12 @@
 
 A kernel's time is max(FLOPs / (unit rate x efficiency), bytes / (bandwidth x efficiency)).
 Matrix ops run on the Cube at the rate of the dtype they really use (the chip's precision rule:
-on 910A an fp32 matmul runs in fp16); everything else runs on the Vector unit. Ops sharing a
+on 910A an fp32 matmul runs in fp16); everything else runs on the Vector unit. A profile with
+`[kernel_classes]` (the Ascend ones, derived from per-op profiles by hardware.calibration.derive)
+costs each kernel by its class (hardware.model.opclass): Cube classes by the work per core in
+16x16x16 tiles, Vector classes by the bytes they move, plus a fixed device cost per kernel (the
+latency + bandwidth form: a tiny kernel costs its start-up, a large one its roofline); a profile
+without (the fitted `cpu` one) uses one Cube table by K and one memory table. Ops sharing a
 `fusion_group` become one kernel: their FLOPs add up, the tensors passed between them never
 touch memory, and they cost one launch. On a chip whose compiler folds dtype conversion into the
 neighbouring kernels (`precision.fuses_casts`, Ascend), a Cast is no kernel at all.
@@ -11,11 +16,13 @@ neighbouring kernels (`precision.fuses_casts`, Ascend), a Cast is no kernel at a
 from __future__ import annotations
 
 import math
+import typing
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from hardware.model.opclass import CUBE_CLASSES, op_class
 from hardware.model.opgraph import Op
-from hardware.model.profile import HardwareProfile
+from hardware.model.profile import EfficiencyTable, HardwareProfile
 
 FLOAT_DTYPES = ("Float16", "BFloat16", "Float32", "Float64")
 DTYPE_KEY = {"Float16": "fp16", "BFloat16": "bf16", "Float32": "fp32", "Float64": "fp32"}
@@ -32,10 +39,12 @@ class Kernel:
     bytes: int
     compute_s: float
     memory_s: float
+    kernel_class: str = ""     # hardware.model.opclass class whose efficiency costed it
+    floor_s: float = 0.0       # fixed device cost of any kernel (start, tail), before its roofline time
 
     @property
     def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s)
+        return self.floor_s + max(self.compute_s, self.memory_s)
 
     @property
     def memory_bound(self) -> bool:
@@ -70,40 +79,90 @@ def vector_tflops(dtype: str, profile: HardwareProfile) -> float:
     return profile.vector.tflops_fp32 if dtype == "fp32" else profile.vector.tflops_fp16
 
 
-def gemm_dims(op: Op) -> tuple[int, int, int]:
-    """(M, N, K) of the GEMM a matrix op amounts to, from its output shape and FLOPs.
+def gemm_shape(op: Op) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of the GEMMs a matrix op amounts to, from its output shape and FLOPs.
 
-    N is the output's channel axis (axis 1 of an NCHW conv output, the last axis of a matmul),
-    M the remaining output elements, K = FLOPs / (2 M N): the reduction length."""
+    N is the output's channel axis: axis 1 of a conv or input-gradient output (NCHW), axis 0 of a
+    filter gradient (Cout, Cin, kh, kw; M = Cin·kh·kw, K = the batch·pixels it sums over), the last
+    axis of a matmul (a BatchMatMul's leading axes are its batch). K = FLOPs / (2·batch·M·N)."""
     if not op.outputs:
-        return (1, 1, 1)
-    out = op.outputs[0].shape or (1,)
-    conv_like = op.type.startswith("Conv") or op.type.startswith("DepthwiseConv")
-    n = out[1] if conv_like and len(out) >= 2 else out[-1]
-    n = max(int(n), 1)
-    elements = max(math.prod(out), 1)
-    m = max(elements // n, 1)
-    k = max(round(op.flops / (2 * elements)), 1)
-    return (m, n, k)
+        return (1, 1, 1, 1)
+    out = tuple(max(int(d), 1) for d in (op.outputs[0].shape or (1,)))
+    kind = op_class(op.type, op.unit)
+    batch = 1
+    if kind == "conv_filter_grad" and len(out) >= 2:
+        n = out[0]
+    elif kind in ("conv_forward", "conv_input_grad") and len(out) >= 2:
+        n = out[1]
+    else:
+        n = out[-1]
+        if kind == "batch_matmul" and len(out) >= 3:
+            batch = math.prod(out[:-2])
+    m = max(math.prod(out) // (n * batch), 1)
+    k = max(round(op.flops / (2 * batch * m * n)), 1)
+    return (batch, m, n, k)
+
+
+def gemm_dims(op: Op) -> tuple[int, int, int]:
+    """(M, N, K) of one GEMM of the op (see gemm_shape)."""
+    return gemm_shape(op)[1:]
+
+
+def tiles_per_core(batch: int, m: int, n: int, k: int, tile: int, cores: int) -> float:
+    """The Cube work each core gets: tile-padded GEMM blocks over the cores (an ideal split)."""
+    tile = max(tile, 1)
+    return batch * math.ceil(m / tile) * math.ceil(n / tile) * math.ceil(k / tile) / max(cores, 1)
+
+
+def padded_fraction(batch: int, m: int, n: int, k: int, tile: int) -> float:
+    """The useful share of the Cube's work once M, N, K are padded up to its tile."""
+    tile = max(tile, 1)
+    return (m * n * k) / math.prod(math.ceil(d / tile) * tile for d in (m, n, k))
 
 
 def cube_efficiency(op: Op, profile: HardwareProfile) -> float:
-    """Efficiency from the table at the reduction length K (a short K cannot amortise writing each
-    output tile back), times the useful fraction of the work once M, N, K are padded to the tile."""
-    m, n, k = gemm_dims(op)
+    """Useful FLOPs over peak: the table's efficiency of the padded work (per class at the work per
+    core where the profile has classes, else by the reduction length K: a short K cannot amortise
+    writing each output tile back) times the useful fraction of the padded work."""
+    batch, m, n, k = gemm_shape(op)
     tile = max(profile.cube.tile, 1)
-    padded = math.prod(math.ceil(d / tile) * tile for d in (m, n, k))
-    return profile.cube.efficiency.at(k) * (m * n * k) / padded
+    useful = padded_fraction(batch, m, n, k, tile)
+    classes = profile.kernel_classes
+    if classes is not None:
+        kind = op_class(op.type, "cube")
+        return classes.table(kind).at(tiles_per_core(batch, m, n, k, tile, profile.cube.cores)) * useful
+    return typing.cast(EfficiencyTable, profile.cube.efficiency).at(k) * useful
 
 
-def memory_seconds(nbytes: int, profile: HardwareProfile) -> float:
+def traffic_table(kernel_class: str, profile: HardwareProfile) -> EfficiencyTable:
+    """The bandwidth efficiency a kernel of this class streams at: its own table for a Vector class,
+    the `memory` table for a Cube kernel's operands; the one memory table without classes."""
+    classes = profile.kernel_classes
+    if classes is None:
+        return typing.cast(EfficiencyTable, profile.memory.efficiency)
+    return classes.memory if kernel_class in CUBE_CLASSES else classes.table(kernel_class)
+
+
+def memory_seconds(nbytes: int, profile: HardwareProfile, kernel_class: str = "elementwise") -> float:
     """Bytes over the achieved bandwidth; a working set that fits in L2 streams at L2 speed."""
     if nbytes <= 0:
         return 0.0
     mem = profile.memory
     fits_l2 = nbytes <= mem.l2_mib * 2**20
     gbps = mem.l2_gbps if fits_l2 else mem.gbps
-    return nbytes / (gbps * 1e9 * mem.efficiency.at(nbytes))
+    return nbytes / (gbps * 1e9 * traffic_table(kernel_class, profile).at(nbytes))
+
+
+def floor_seconds(profile: HardwareProfile) -> float:
+    classes = profile.kernel_classes
+    return classes.min_kernel_us * 1e-6 if classes is not None else 0.0
+
+
+def group_class(group: Sequence[Op]) -> str:
+    """A fused kernel's class: that of its Cube member, else of its first member."""
+    cube = [op for op in group if op.unit == "cube"]
+    lead = cube[0] if cube else group[0]
+    return op_class(lead.type, lead.unit)
 
 
 def compute_seconds(op: Op, profile: HardwareProfile) -> float:
@@ -135,9 +194,11 @@ def make_kernel(group: Sequence[Op], profile: HardwareProfile) -> Kernel:
     floor = max(op_bytes(op, profile) for op in group)      # a kernel moves at least its largest member
     nbytes = max(total - intermediate_bytes(group), floor) if len(group) > 1 else total
     unit = "cube" if any(op.unit == "cube" for op in group) else "vector"
+    kind = group_class(group)
     return Kernel(ops=tuple(group), phase=group[0].phase, unit=unit, flops=flops, bytes=nbytes,
                   compute_s=sum(compute_seconds(op, profile) for op in group),
-                  memory_s=memory_seconds(nbytes, profile))
+                  memory_s=memory_seconds(nbytes, profile, kind), kernel_class=kind,
+                  floor_s=floor_seconds(profile))
 
 
 def group_ops(ops: Iterable[Op]) -> list[list[Op]]:

@@ -44,15 +44,19 @@ class HostTime:
         return self.kernel_path_s - self.device_s
 
 
-def dispatch_us(settings: Settings, profile: HardwareProfile) -> float:
-    launch = profile.launch
+def dispatch_key(settings: Settings) -> str:
+    """The `[launch]` constant that prices one kernel's dispatch under these settings."""
     if settings.mode == "pynative":
-        return launch.pynative_us
+        return "pynative_us"
     if settings.jit_level == "O2":
-        return launch.graph_o2_us
+        return "graph_o2_us"
     if settings.jit_level == "O1" or settings.graph_kernel:
-        return launch.graph_o1_us
-    return launch.graph_o0_us
+        return "graph_o1_us"
+    return "graph_o0_us"
+
+
+def dispatch_us(settings: Settings, profile: HardwareProfile) -> float:
+    return float(getattr(profile.launch, dispatch_key(settings)))
 
 
 def kernel_path_seconds(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> float:

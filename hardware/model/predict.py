@@ -19,6 +19,7 @@ from typing import Any
 
 from hardware.model.comm import gradient_allreduce
 from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
+from hardware.model.estimates import estimates_used
 from hardware.model.host_time import HostCostLike, host_time
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
@@ -118,5 +119,6 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "model_flops": model_flops, "bytes": sum(k.bytes for k in ks), "device_s": ht.device_s,
                 "compute_bound_s": compute_bound, "memory_bound_s": memory_bound, "data_total_s": ht.data_s,
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
-                "profile": profile.name, "profile_hash": profile.digest},
+                "profile": profile.name, "profile_hash": profile.digest,
+                "estimates": [e["key"] for e in estimates_used(ks, settings, profile)]},
     )

@@ -4,15 +4,22 @@ Units live in key names (`tflops_fp16`, `gib`, `gbps`, `_us`), efficiency curves
 `[threshold, efficiency]` rows (descending thresholds, the last one 0), and every key is
 checked: an unknown or missing key is a ConfigError naming the file, the key and what is allowed.
 The schema *is* the dataclasses below, so the parser and the documentation cannot drift apart.
+
+Any constant may be labelled an estimate: `[estimates."launch.step_us"] range = [100, 600]` and a
+`reason`. For a number the range is in its own unit and must contain the value; for an efficiency
+table it is a factor on every efficiency of the table (so it must contain 1). Predictions list the
+estimates they depend on, and `with_estimate` gives the profile at either end of a range.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import tomllib
+import types
 import typing
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -44,7 +51,8 @@ class ProfileInfo:
 
 @dataclass(frozen=True)
 class MatrixUnit:
-    """The Cube (matrix engine). `efficiency` is indexed by the GEMM's reduction length K."""
+    """The Cube (matrix engine). `efficiency` is indexed by the GEMM's reduction length K; a profile
+    with `[kernel_classes]` costs its Cube kernels by class instead and leaves it out."""
 
     cores: int
     ghz: float
@@ -52,7 +60,7 @@ class MatrixUnit:
     tflops_fp16: float
     tflops_bf16: float         # 0 = not supported
     tflops_fp32: float         # 0 = no fp32 matrix path (fp32 matrix ops run as fp16)
-    efficiency: EfficiencyTable
+    efficiency: EfficiencyTable | None = None
 
 
 @dataclass(frozen=True)
@@ -67,16 +75,50 @@ class VectorUnit:
 
 @dataclass(frozen=True)
 class DeviceMemory:
-    """Device memory and on-chip L2. `efficiency` is indexed by bytes an op moves."""
+    """Device memory and on-chip L2. `efficiency` is indexed by bytes an op moves (left out, like the
+    Cube's, where `[kernel_classes]` holds per-class traffic tables)."""
 
     gib: float
     usable_gib: float          # what MindSpore may allocate (the OOM threshold)
     gbps: float
-    efficiency: EfficiencyTable
     l2_mib: float
     l2_gbps: float             # ops whose whole working set fits in L2 stream at this rate
     fragmentation: float       # allocator overhead on the dynamic (pool) memory (fraction)
     workspace_mib: float       # runtime workspace (kernel scratch, streams, collective buffers)
+    efficiency: EfficiencyTable | None = None
+
+
+@dataclass(frozen=True)
+class KernelClasses:
+    """Efficiency per kernel class (hardware.model.opclass), derived from per-op profiles by
+    `python -m hardware.calibration.derive`. Cube classes are indexed by the work per core,
+    ceil(M/16)·ceil(N/16)·ceil(K/16)·batch / cores, and are relative to the Cube peak of the dtype;
+    Vector classes and `memory` (the traffic of Cube kernels) by the bytes a kernel moves, relative to
+    the memory bandwidth. No kernel takes less than `min_kernel_us` on the device."""
+
+    min_kernel_us: float
+    memory: EfficiencyTable
+    conv_forward: EfficiencyTable
+    conv_input_grad: EfficiencyTable
+    conv_filter_grad: EfficiencyTable
+    matmul: EfficiencyTable
+    batch_matmul: EfficiencyTable
+    elementwise: EfficiencyTable
+    reduction: EfficiencyTable
+    data_movement: EfficiencyTable
+
+    def table(self, kernel_class: str) -> EfficiencyTable:
+        return typing.cast(EfficiencyTable, getattr(self, kernel_class))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A constant with no direct measurement behind it: its plausible range and why."""
+
+    key: str                   # dotted path of the constant: "launch.step_us", "kernel_classes.matmul"
+    low: float
+    high: float
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -134,6 +176,8 @@ class HardwareProfile:
     launch: Launch
     host: Host
     comm: Comm
+    kernel_classes: KernelClasses | None = None
+    estimates: tuple[Estimate, ...] = ()
     digest: str = ""           # sha256 of the canonical content (records carry it)
 
     @property
@@ -153,8 +197,15 @@ class HardwareProfile:
         return cls.from_mapping(data, where=str(path))
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str = "<profile>") -> "HardwareProfile":
-        parsed = parse_section(cls, data, where, "", skip=("digest",))
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "<profile>", complete: bool = True
+                     ) -> "HardwareProfile":
+        """`complete=False` accepts a profile without its efficiency tables (the datasheet part that
+        hardware.calibration.derive reads before it writes them)."""
+        parsed = parse_section(cls, data, where, "", skip=("digest", "estimates"))
+        if complete and parsed.kernel_classes is None and (parsed.cube.efficiency is None or parsed.memory.efficiency is None):
+            raise ConfigError("kernel_classes", None, "[kernel_classes] or both cube.efficiency and memory.efficiency",
+                              where, rule="missing key")
+        parsed = dataclasses.replace(parsed, estimates=parse_estimates(parsed, data.get("estimates", {}), where))
         digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
         return typing.cast(HardwareProfile, type(parsed)(**{**parsed.__dict__, "digest": digest}))
 
@@ -168,7 +219,8 @@ def parse_section(cls: type, table: Any, where: str, prefix: str, skip: tuple[st
         raise ConfigError(prefix or "profile", table, "a table", where)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in fields(cls) if f.name not in skip]
-    unknown = sorted(set(table) - set(names))
+    optional = {f.name for f in fields(cls) if f.default is not MISSING}
+    unknown = sorted(set(table) - set(names) - set(skip))
     if unknown:
         raise ConfigError(f"{prefix}{unknown[0]}", table[unknown[0]], "keys " + ", ".join(names), where,
                           rule="unknown key")
@@ -176,12 +228,16 @@ def parse_section(cls: type, table: Any, where: str, prefix: str, skip: tuple[st
     for name in names:
         key = f"{prefix}{name}"
         if name not in table:
+            if name in optional:
+                continue
             raise ConfigError(key, None, "required key", where, rule="missing key")
         values[name] = parse_value(hints[name], table[name], where, key)
     return cls(**values)
 
 
 def parse_value(hint: Any, value: Any, where: str, key: str) -> Any:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):      # `X | None`: an optional key
+        hint = next(h for h in typing.get_args(hint) if h is not type(None))
     if hint is EfficiencyTable:
         return parse_efficiency(value, where, key)
     if is_dataclass(hint):
@@ -227,6 +283,75 @@ def parse_efficiency(value: Any, where: str, key: str) -> EfficiencyTable:
     if thresholds[-1] != 0:
         raise ConfigError(key, value, allowed, where, rule="the last threshold must be 0")
     return EfficiencyTable(tuple(rows))
+
+
+def constant(profile: HardwareProfile, key: str) -> Any:
+    """The value at a dotted path: `launch.step_us`, `kernel_classes.matmul`, `comm.levels.hccs.gbps`."""
+    value: Any = profile
+    parts = key.split(".")
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(value, tuple):                     # comm.levels.<name>
+            value = next((lv for lv in value if getattr(lv, "name", None) == part), None)
+        elif is_dataclass(value) and part in {f.name for f in fields(value)} and part not in ("estimates", "digest"):
+            value = getattr(value, part)
+        else:
+            raise KeyError(key)
+        if value is None:
+            raise KeyError(key)
+        i += 1
+    if not isinstance(value, (float, int, EfficiencyTable)) or isinstance(value, bool):
+        raise KeyError(key)
+    return value
+
+
+def parse_estimates(profile: HardwareProfile, table: Any, where: str) -> tuple[Estimate, ...]:
+    allowed = 'a table {range = [low, high], reason = "..."} per constant'
+    if not isinstance(table, Mapping):
+        raise ConfigError("estimates", table, allowed, where)
+    out = []
+    for key, entry in sorted(table.items()):
+        name = f"estimates.{key}"
+        if not isinstance(entry, Mapping) or set(entry) != {"range", "reason"}:
+            raise ConfigError(name, entry, allowed, where)
+        rng, reason = entry["range"], entry["reason"]
+        ok = (isinstance(rng, list) and len(rng) == 2 and isinstance(reason, str) and reason
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in rng))
+        if not ok or rng[0] > rng[1]:
+            raise ConfigError(name, entry, allowed + " with 0 <= low <= high", where)
+        try:
+            value = constant(profile, key)
+        except KeyError:
+            raise ConfigError(name, key, "the dotted path of a numeric constant or efficiency table",
+                              where, rule="unknown constant") from None
+        centre = 1.0 if isinstance(value, EfficiencyTable) else float(value)
+        if not rng[0] <= centre <= rng[1]:
+            raise ConfigError(name, rng, f"a range containing {centre:g}", where,
+                              rule="the range must contain the value (a factor 1 for a table)")
+        out.append(Estimate(key=key, low=float(rng[0]), high=float(rng[1]), reason=reason))
+    return tuple(out)
+
+
+def replace_path(obj: Any, parts: list[str], new: Any) -> Any:
+    if not parts:
+        return new
+    head, rest = parts[0], parts[1:]
+    if isinstance(obj, tuple):
+        return tuple(replace_path(lv, rest, new) if lv.name == head else lv for lv in obj)
+    return dataclasses.replace(obj, **{head: replace_path(getattr(obj, head), rest, new)})
+
+
+def with_estimate(profile: HardwareProfile, key: str, value: float) -> HardwareProfile:
+    """`profile` with estimate constant `key` set to `value` (a table: its efficiencies times `value`,
+    capped at 1). The digest is marked so a record never confuses it with the shipped profile."""
+    current = constant(profile, key)
+    if isinstance(current, EfficiencyTable):
+        new: Any = EfficiencyTable(tuple((t, min(1.0, e * value)) for t, e in current.rows))
+    else:
+        new = type(current)(value)
+    changed = replace_path(profile, key.split("."), new)
+    return dataclasses.replace(changed, digest=f"{profile.digest}+{key}={value:g}")
 
 
 def profile_names() -> list[str]:

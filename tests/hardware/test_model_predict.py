@@ -15,11 +15,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hardware.model.comm import allreduce_seconds, gradient_allreduce, level_groups
-from hardware.model.compute import cube_efficiency, gemm_dims, kernels, make_kernel
+from hardware.model.compute import (cube_efficiency, gemm_dims, gemm_shape, kernels, make_kernel, tiles_per_core,
+                                    traffic_table)
 from hardware.model.memory import estimate_memory
 from hardware.model.predict import canonical, predict
 from hardware.model.profile import load_profile
-from model_graphs import FakeHost, elementwise, graph, matmul, mlp_step  # noqa: E402
+from model_graphs import FakeHost, elementwise, graph, matmul, mlp_step, tensor as tensor_spec  # noqa: E402
 from msbench.settings import Settings
 
 A, B, CPU = load_profile("ascend910a"), load_profile("ascend910b"), load_profile("cpu")
@@ -32,11 +33,16 @@ def step(g, settings=GRAPH, profile=B, host=FakeHost()):
 
 # --- compute -------------------------------------------------------------------------------------
 
-def test_cube_time_is_flops_over_rate_times_efficiency():
+def test_cube_time_is_flops_over_rate_times_class_efficiency_at_the_work_per_core():
     op = matmul(4096, 4096, 4096, "Float16")
     k = make_kernel([op], B)
-    expected = op.flops / (B.cube.tflops_fp16 * 1e12 * B.cube.efficiency.at(4096))
-    assert k.compute_s == pytest.approx(expected) and not k.memory_bound
+    tiles = 256 ** 3 / B.cube.cores
+    expected = op.flops / (B.cube.tflops_fp16 * 1e12 * B.kernel_classes.matmul.at(tiles))
+    assert k.compute_s == pytest.approx(expected) and not k.memory_bound and k.kernel_class == "matmul"
+    assert k.time_s == pytest.approx(k.floor_s + k.compute_s) and k.floor_s == B.kernel_classes.min_kernel_us * 1e-6
+    # the CPU profile has no classes: one table by the reduction length K
+    c = make_kernel([op], CPU)
+    assert c.compute_s == pytest.approx(op.flops / (CPU.cube.tflops_fp16 * 1e12 * CPU.cube.efficiency.at(4096)))
 
 
 def test_precision_rule_per_chip():
@@ -50,15 +56,33 @@ def test_precision_rule_per_chip():
 
 def test_gemm_dims_and_tile_padding():
     assert gemm_dims(matmul(64, 256, 32)) == (64, 32, 256)
-    # M = 1 wastes 15/16 of each 16-row tile.
-    assert cube_efficiency(matmul(1, 1024, 1024), B) == pytest.approx(cube_efficiency(matmul(16, 1024, 1024), B) / 16)
+    # M = 1 fills one 16-row tile: the same Cube work per core, and time, as M = 16.
+    one, sixteen = make_kernel([matmul(1, 1024, 1024)], B), make_kernel([matmul(16, 1024, 1024)], B)
+    assert one.compute_s == pytest.approx(sixteen.compute_s)
+    # on the CPU profile (K table) the padding to its 8-lane tile is an explicit factor
+    assert cube_efficiency(matmul(1, 1024, 1024), CPU) == pytest.approx(cube_efficiency(matmul(8, 1024, 1024), CPU) / 8)
+
+
+def test_gemm_shape_of_each_conv_and_matmul_class():
+    def op(kind, out, flops):
+        t = tensor_spec(out)
+        return dataclasses.replace(matmul(2, 2, 2), type=kind, outputs=(t,), flops=flops)
+    # a 3x3 conv 64->128 at 28x28, batch 8: M = 8*28*28, N = 128, K = 64*9
+    m, n, k = 8 * 28 * 28, 128, 64 * 9
+    assert gemm_shape(op("Conv2D", (8, 128, 28, 28), 2 * m * n * k)) == (1, m, n, k)
+    assert gemm_shape(op("Conv2DBackpropInput", (8, 64, 28, 28), 2 * m * n * k)) == (1, m, 64, 128 * 9)
+    assert gemm_shape(op("Conv2DBackpropFilter", (128, 64, 3, 3), 2 * m * n * k)) == (1, 64 * 9, 128, m)
+    assert gemm_shape(op("BatchMatMul", (12, 128, 64), 2 * 12 * 128 * 64 * 32)) == (12, 128, 64, 32)
+    assert tiles_per_core(12, 128, 64, 32, 16, 24) == 12 * 8 * 4 * 2 / 24
 
 
 def test_elementwise_is_memory_bound_and_scales_with_bytes():
     small, big = make_kernel([elementwise((1024, 1024))], B), make_kernel([elementwise((8192, 1024))], B)
     assert small.memory_bound and big.memory_bound
     for k in (small, big):
-        assert k.memory_s == pytest.approx(k.bytes / (B.memory.l2_gbps * 1e9 * B.memory.efficiency.at(k.bytes)))
+        table = traffic_table("elementwise", B)
+        assert k.kernel_class == "elementwise" and table is B.kernel_classes.elementwise
+        assert k.memory_s == pytest.approx(k.bytes / (B.memory.l2_gbps * 1e9 * table.at(k.bytes)))
     assert big.memory_s > 4 * small.memory_s
 
 
@@ -261,3 +285,16 @@ def test_same_inputs_same_bytes_across_processes_and_threads():
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.getcwd()])}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == here
+
+
+def test_prediction_lists_the_estimates_it_reads():
+    g = mlp_step(64)
+    one = step(g, Settings(mode="graph", jit_level="O0"))
+    assert "launch.graph_o0_us" in one.detail["estimates"] and "launch.pynative_us" not in one.detail["estimates"]
+    assert "kernel_classes.matmul" in one.detail["estimates"] and "kernel_classes.conv_forward" not in one.detail["estimates"]
+    assert not any(key.startswith("comm.") for key in one.detail["estimates"])
+    eager = step(g, Settings(mode="pynative", devices=8))
+    assert "launch.pynative_us" in eager.detail["estimates"] and "comm.efficiency" in eager.detail["estimates"]
+    assert set(one.detail["estimates"]) <= {e.key for e in B.estimates}
+    # the measured 910A tables are no estimate: only hand constants remain there
+    assert not any(k.startswith("kernel_classes.") for k in step(g, profile=A).detail["estimates"])

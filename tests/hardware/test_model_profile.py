@@ -6,15 +6,16 @@ import tomllib
 
 import pytest
 
-from hardware.model.profile import PROFILE_DIR, HardwareProfile, list_profiles, load_profile, profile_names
+from hardware.model.profile import (PROFILE_DIR, EfficiencyTable, HardwareProfile, constant, list_profiles,
+                                    load_profile, profile_names, with_estimate)
 from msbench.errors import ConfigError
 
 SHIPPED = ("ascend910a", "ascend910b", "ascend910b4", "atlas300i-duo", "cpu")
 
 
-def write_variant(tmp_path, edit) -> str:
-    """The 910B profile's text, edited by `edit(text) -> text`, written to a temp file."""
-    text = (PROFILE_DIR / "ascend910b.toml").read_text()
+def write_variant(tmp_path, edit, base: str = "ascend910b") -> str:
+    """A shipped profile's text, edited by `edit(text) -> text`, written to a temp file."""
+    text = (PROFILE_DIR / f"{base}.toml").read_text()
     path = tmp_path / "variant.toml"
     path.write_text(edit(text))
     return str(path)
@@ -46,24 +47,38 @@ def test_hash_is_content_based(tmp_path):
 
 
 def test_efficiency_table_lookup():
-    table = load_profile("ascend910a").cube.efficiency
+    table = EfficiencyTable(((512.0, 0.20), (256.0, 0.18), (64.0, 0.12), (0.0, 0.06)))
     assert table.at(4096) == 0.20 and table.at(512) == 0.20 and table.at(300) == 0.18 and table.at(1) == 0.06
+    classes = load_profile("ascend910a").kernel_classes
+    for (threshold, eff), (_, below) in zip(classes.matmul.rows, classes.matmul.rows[1:]):
+        assert classes.matmul.at(threshold) == eff and classes.matmul.at(threshold * 0.999) == below
 
 
-@pytest.mark.parametrize("edit, key, words", [
-    (lambda t: t.replace("[cube]\n", "[cube]\nturbo = true\n"), "cube.turbo", "unknown key"),
-    (lambda t: t.replace("tile = 16", ""), "cube.tile", "missing key"),
-    (lambda t: t.replace("usable_gib = 58.0", 'usable_gib = "lots"'), "memory.usable_gib", "a number"),
-    (lambda t: t.replace('matrix_fp32_as = "fp32"', 'matrix_fp32_as = "fp8"'), "precision.matrix_fp32_as", "fp32|fp16"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[512, 0.2], [64, 0.1]]"),
-     "cube.efficiency", "the last threshold must be 0"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[64, 0.2], [512, 0.1], [0, 0.1]]"),
-     "cube.efficiency", "thresholds must descend"),
-    (lambda t: t.replace("[[512, 0.20], [256, 0.18], [64, 0.12], [0, 0.06]]", "[[512, 1.5], [0, 0.1]]"),
-     "cube.efficiency", "efficiencies in (0, 1]"),
+CPU_CUBE = "efficiency = [[0, 0.092]]"
+
+
+@pytest.mark.parametrize("edit, key, words, base", [
+    (lambda t: t.replace("[cube]\n", "[cube]\nturbo = true\n"), "cube.turbo", "unknown key", "ascend910b"),
+    (lambda t: t.replace("tile = 16", ""), "cube.tile", "missing key", "ascend910b"),
+    (lambda t: t.replace("usable_gib = 58.0", 'usable_gib = "lots"'), "memory.usable_gib", "a number", "ascend910b"),
+    (lambda t: t.replace('matrix_fp32_as = "fp32"', 'matrix_fp32_as = "fp8"'), "precision.matrix_fp32_as", "fp32|fp16",
+     "ascend910b"),
+    (lambda t: t.replace(CPU_CUBE, "efficiency = [[512, 0.2], [64, 0.1]]"), "cube.efficiency",
+     "the last threshold must be 0", "cpu"),
+    (lambda t: t.replace(CPU_CUBE, "efficiency = [[64, 0.2], [512, 0.1], [0, 0.1]]"), "cube.efficiency",
+     "thresholds must descend", "cpu"),
+    (lambda t: t.replace(CPU_CUBE, "efficiency = [[512, 1.5], [0, 0.1]]"), "cube.efficiency", "efficiencies in (0, 1]", "cpu"),
+    (lambda t: t.replace(CPU_CUBE, ""), "kernel_classes", "or both cube.efficiency and memory.efficiency", "cpu"),
+    (lambda t: t.replace("matmul = [[", "matmul = [[1e9, 1.5], [", 1), "kernel_classes.matmul", "efficiencies in (0, 1]",
+     "ascend910a"),
+    (lambda t: t + '\n[estimates."cube.ghz"]\nrange = [2, 3]\nreason = "x"\n', "estimates.cube.ghz",
+     "the range must contain the value", "ascend910a"),
+    (lambda t: t + '\n[estimates."launch.turbo_us"]\nrange = [1, 2]\nreason = "x"\n', "estimates.launch.turbo_us",
+     "unknown constant", "ascend910a"),
+    (lambda t: t + '\n[estimates."cube.tile"]\nrange = [8, 32]\n', "estimates.cube.tile", "reason", "ascend910a"),
 ])
-def test_bad_profiles_are_refused_naming_file_and_key(tmp_path, edit, key, words):
-    path = write_variant(tmp_path, edit)
+def test_bad_profiles_are_refused_naming_file_and_key(tmp_path, edit, key, words, base):
+    path = write_variant(tmp_path, edit, base)
     with pytest.raises(ConfigError) as err:
         HardwareProfile.from_toml(path)
     message = str(err.value)
@@ -90,3 +105,28 @@ def test_profile_files_are_plain_toml_with_sources():
         text = (PROFILE_DIR / f"{name}.toml").read_text()
         tomllib.loads(text)
         assert text.count("#") > 20, f"{name}: every figure needs its source in a comment"
+
+
+def test_estimates_carry_ranges_and_move_their_constant():
+    b = load_profile("ascend910b")
+    labelled = {e.key: e for e in b.estimates}
+    assert "kernel_classes.matmul" in labelled and "launch.step_us" in labelled
+    for e in b.estimates:                                  # every label names a real constant in its range
+        value = constant(b, e.key)
+        centre = 1.0 if isinstance(value, EfficiencyTable) else value
+        assert e.low <= centre <= e.high and e.reason
+    step = labelled["launch.step_us"]
+    assert with_estimate(b, "launch.step_us", step.high).launch.step_us == step.high
+    slow = with_estimate(b, "kernel_classes.matmul", 0.5)
+    assert [e for _, e in slow.kernel_classes.matmul.rows] == [min(1.0, e * 0.5) for _, e in b.kernel_classes.matmul.rows]
+    assert slow.digest != b.digest
+    hccs = with_estimate(b, "comm.levels.hccs.latency_us", 9.0)
+    assert hccs.comm.levels[0].latency_us == 9.0 and hccs.comm.levels[1] == b.comm.levels[1]
+
+
+def test_910a_tables_are_measured_and_the_others_labelled():
+    a, b = load_profile("ascend910a"), load_profile("ascend910b")
+    assert a.kernel_classes is not None and b.kernel_classes is not None
+    assert not any(e.key.startswith("kernel_classes.") for e in a.estimates)
+    assert {f"kernel_classes.{k}" for k in ("matmul", "conv_forward", "elementwise", "min_kernel_us")} <= {
+        e.key for e in b.estimates}

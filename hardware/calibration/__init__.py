@@ -1,0 +1,7 @@
+"""Calibration: public component-level measurements and the scripts that turn them into profile tables.
+
+`convert` reads the An et al. per-operator profiles (a local git mirror) into the small checked-in
+table under `data/`; `derive` reads only that table and the datasheet facts of the profiles and
+regenerates the derived block of each Ascend profile. Nothing here reads the published end-to-end
+runs (the validation set): calibration and validation stay disjoint.
+"""

@@ -1,0 +1,95 @@
+"""Convert the An et al. (HPCC 2022) per-operator Ascend 910 profiles into the checked-in table.
+
+    python -m hardware.calibration.convert GIT_DIR [--commit SHA]
+
+GIT_DIR is a clone (bare or not) of github.com/Huawei-Performance-Model/Ascend-910B. For each
+network run we keep, `<run>.csv` (op type, block dim, op_info shapes/dtypes/formats) is joined to
+`aicore_intermediate_0_detail.csv` (AI-Core execution time, ms) on the full op name. Identical
+kernels of one run (same type, block dim, tensors) are merged into one row with their count and
+median duration, which keeps the table small without losing a distinct shape.
+
+Dtype labels are kept as the profiler wrote them (NUMBER_TYPE_FLOAT -> fp32, FLOAT16 -> fp16). They
+are not trustworthy in every run: in the ResNet-50 runs the input image Cast reads "FLOAT16" and
+writes "FLOAT", and the Momentum parameters and BN statistics read "FLOAT16", the reverse of an
+AMP O2 step, and taken as written many large kernels would stream faster than the HBM peak.
+`derive` decides per run which reading the HBM peak allows (its "dtype check" lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import statistics
+import subprocess
+from pathlib import Path
+
+REPO = "github.com/Huawei-Performance-Model/Ascend-910B"
+RUNS = {  # network name, batch -> run folder under application_test/final_test/
+    ("resnet50", 16): "resnet50_16_224_224",
+    ("resnet50", 32): "resnet50_32_224_224",
+    ("resnet50", 64): "resnet50_64_224_224",
+    ("bert-seq64", 32): "bert_64_32",
+    ("bert-seq128", 32): "bert_128_32",
+    ("bert-seq256", 32): "bert_256_32",
+    ("yolov5", 32): "yolov5_32",
+    ("inceptionv3", 32): "inceptionv3_32",
+}
+DTYPE = {"NUMBER_TYPE_FLOAT": "fp32", "NUMBER_TYPE_FLOAT16": "fp16", "NUMBER_TYPE_INT16": "int16",
+         "NUMBER_TYPE_UINT": "uint8", "NUMBER_TYPE_UINT8": "uint8", "NUMBER_TYPE_BEGIN": "bool"}
+FIELDS = ("network", "batch", "op_type", "block_dim", "count", "duration_us", "inputs", "outputs")
+OUT = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
+
+
+def git_show(git_dir: str, commit: str, path: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def tensor_text(spec: dict) -> str:
+    """`dtype:format:d0xd1x...` for one op_info tensor."""
+    shape = "x".join(s.strip() for s in str(spec["shape"]).split(",") if s.strip()) or "1"
+    return f"{DTYPE[spec['data_type']]}:{spec['format']}:{shape}"
+
+
+def run_rows(network: str, batch: int, ops_csv: str, times_csv: str) -> list[dict]:
+    times = {r["full_op_name"]: float(r["execution_time"]) for r in csv.DictReader(io.StringIO(times_csv))}
+    groups: dict[tuple, list[float]] = {}
+    for row in csv.DictReader(io.StringIO(ops_csv)):
+        if row["full_op_name"] not in times:
+            continue                                  # a few ops have no AI-Core timing row
+        info = json.loads(row["op_info"])
+        ins = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("input"))
+        outs = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("output"))
+        key = (row["op_type"], int(row["block_dim"]), ins, outs)
+        groups.setdefault(key, []).append(times[row["full_op_name"]] * 1000.0)
+    return [{"network": network, "batch": batch, "op_type": t, "block_dim": b, "count": len(d),
+             "duration_us": f"{statistics.median(d):.4f}", "inputs": i, "outputs": o}
+            for (t, b, i, o), d in sorted(groups.items())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("git_dir")
+    parser.add_argument("--commit", default="6066283e4ee22d0b5f5cb3c58cd1099f2ba8192a")
+    args = parser.parse_args(argv)
+    header, rows = [f"# source: {REPO} commit {args.commit} (An et al., HPCC 2022, Ascend 910 per-op AI-Core times)",
+                    "# converted by: python -m hardware.calibration.convert; duration_us = median AI-Core time of",
+                    "# `count` identical kernels; tensors are dtype:format:shape (dtypes as labelled, see convert.py)"], []
+    for (network, batch), run in RUNS.items():
+        base = f"application_test/final_test/{run}"
+        header.append(f"# {network} batch {batch}: {base}/{run}.csv + {base}/aicore_intermediate_0_detail.csv")
+        rows += run_rows(network, batch, git_show(args.git_dir, args.commit, f"{base}/{run}.csv"),
+                         git_show(args.git_dir, args.commit, f"{base}/aicore_intermediate_0_detail.csv"))
+    with open(OUT, "w", newline="") as fh:
+        fh.write("\n".join(header) + "\n")
+        writer = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} rows to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

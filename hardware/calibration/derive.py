@@ -1,0 +1,435 @@
+"""Derive the Ascend profiles' per-class efficiency tables from the checked-in per-op table.
+
+    python -m hardware.calibration.derive            # rewrite the derived block of each profile
+    python -m hardware.calibration.derive --check    # exit 1 if a committed block differs
+
+Reads only data/an2022_ascend910_ops.csv (An et al., HPCC 2022: AI-Core time of every kernel of a
+training step on an Ascend 910) and the datasheet sections of the profiles. For the 910A:
+
+- Cube classes (conv forward / input-gradient / filter-gradient, MatMul, BatchMatMul): the
+  efficiency tile-padded FLOPs / (Cube peak x time) of each profiled kernel, as a step table over the work per
+  core, ceil(M/16)·ceil(N/16)·ceil(K/16)·batch / cores, from the GEMM each kernel's shapes imply.
+- Vector classes (elementwise, reduction, data movement) and `memory` (the streaming traffic of
+  Cube operands, fitted on all Vector kernels): bytes / (HBM bandwidth x time), over bytes moved.
+- `min_kernel_us`: the median time of the kernels that move at most 4 KiB: the fixed cost of a
+  kernel, taken off every measured time before its efficiency is computed (time = fixed + roofline).
+
+Each table cell is the count-weighted median of the fitted kernels in its bin (the least-|log
+error| constant), capped at 1 (an L2-resident kernel can beat the HBM rate). Fitted on ResNet-50
+batch 16 and 32 and BERT-base seq 128 batch 32 (ResNet has no BatchMatMul); the report printed at
+the end is the per-op error on the runs not fitted (ResNet-50 batch 64, BERT seq 64 and 256,
+YOLOv5, InceptionV3), costed with hardware.model.compute's own functions.
+
+No per-op data exists for the A2 generation (910B, 910B4) or the 310P (Atlas 300I Duo). Their tables
+are the 910A's scaled by datasheet ratios and labelled `estimate` with a range (see `ratio_estimates`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import math
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_fraction,
+                                    tiles_per_core, vector_tflops)
+from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES, op_class
+from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
+
+DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
+SOURCE_PROFILE = "ascend910a"
+RATIO_PROFILES = ("ascend910b", "ascend910b4", "atlas300i-duo")
+FIT = {("resnet50", 16), ("resnet50", 32), ("bert-seq128", 32)}   # everything else is held out
+TILE_GRID = (0, 16, 64, 256, 1024, 4096, 16384, 65536)                    # Cube tiles per core
+BYTES_GRID = (0, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)          # bytes per kernel
+FLOOR_BYTES = 4096
+BEGIN = "# >>> derived by `python -m hardware.calibration.derive` (do not edit by hand)"
+END = "# <<< derived"
+DTYPE_BYTES = {"fp16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
+SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
+OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
+
+
+@dataclass(frozen=True)
+class Tensor:
+    dtype: str
+    format: str
+    shape: tuple[int, ...]
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One profiled kernel (or `count` identical ones) with the features the model costs it by."""
+
+    network: str
+    batch: int
+    op_type: str
+    count: int
+    duration_us: float
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+
+    @property
+    def kernel_class(self) -> str:
+        return op_class(self.op_type, "cube" if self.gemm else "vector")
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in (*self.inputs, *self.outputs))
+
+    @property
+    def dtype(self) -> str:
+        return next((t.dtype for t in self.inputs if t.dtype in ("fp16", "fp32")), "fp32")
+
+    @property
+    def gemm(self) -> tuple[int, int, int, int] | None:
+        """(batch, M, N, K) of the kernel's GEMM from its Ascend-format shapes; None for a Vector op."""
+        kind = op_class(self.op_type)
+        if kind not in CUBE_CLASSES or not self.outputs:
+            return None
+        out = self.outputs[0].shape
+        frac_z = next((t.shape for t in self.inputs if t.format in ("FracZ", "FRACTAL_Z")), None)
+        five_d = [t.shape for t in self.inputs if t.format == "NC1HWC0"]
+        if kind == "conv_forward" and frac_z and len(out) == 5:
+            return (1, out[0] * out[2] * out[3], out[1] * 16, frac_z[0] * 16)
+        if kind == "conv_input_grad" and frac_z and five_d and len(out) == 5:
+            dy = five_d[0]
+            flops_half = dy[0] * dy[2] * dy[3] * dy[1] * 16 * frac_z[0] * 16      # M·N·K of the forward conv
+            m, n = out[0] * out[2] * out[3], out[1] * 16
+            return (1, m, n, max(round(flops_half / (m * n)), 1))
+        if kind == "conv_filter_grad" and five_d and len(out) == 4:
+            dy = next((s for s in five_d if s[1] == out[1]), five_d[0])
+            return (1, out[0] * 16, out[1] * 16, dy[0] * dy[2] * dy[3])
+        if kind in ("matmul", "batch_matmul") and self.inputs:
+            nz = self.outputs[0].format == "FRACTAL_NZ"
+            batch = math.prod(out[:-4]) if nz else math.prod(out[:-2])
+            m, n = (out[-3] * 16, out[-4] * 16) if nz else (out[-2], out[-1])
+            return (batch, m, n, max(self.inputs[0].elements // (batch * m), 1))
+        return None
+
+    @property
+    def flops(self) -> int:
+        g = self.gemm
+        if g is not None:
+            return 2 * math.prod(g)
+        return self.outputs[0].elements if self.outputs else 0
+
+
+def parse_tensors(text: str) -> tuple[Tensor, ...]:
+    out = []
+    for item in filter(None, text.split(";")):
+        dtype, fmt, shape = item.split(":")
+        out.append(Tensor(dtype, fmt, tuple(int(d) for d in shape.split("x"))))
+    return tuple(out)
+
+
+def load_rows(path: Path = DATA) -> list[Row]:
+    with open(path, newline="") as fh:
+        lines = [line for line in fh if not line.startswith("#")]
+    return [Row(network=r["network"], batch=int(r["batch"]), op_type=r["op_type"], count=int(r["count"]),
+                duration_us=float(r["duration_us"]), inputs=parse_tensors(r["inputs"]),
+                outputs=parse_tensors(r["outputs"])) for r in csv.DictReader(lines)]
+
+
+def observed_efficiency(row: Row, profile: HardwareProfile, floor_us: float) -> float:
+    """What the kernel achieved against the peak its class is measured by, once the fixed per-kernel
+    cost is taken off its time (capped at 1: an L2-resident kernel can beat the HBM rate)."""
+    seconds = max(row.duration_us - floor_us, 1e-3) * 1e-6
+    if row.gemm is not None:
+        eff = padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * seconds)
+    else:
+        eff = row.nbytes / (profile.memory.gbps * 1e9 * seconds)
+    return min(eff, 1.0)
+
+
+def padded_flops(row: Row, profile: HardwareProfile) -> float:
+    """The FLOPs the Cube really runs for the kernel (its GEMM padded to the tile)."""
+    g = row.gemm
+    assert g is not None
+    return row.flops / padded_fraction(*g, tile=profile.cube.tile)
+
+
+def work(row: Row, profile: HardwareProfile) -> float:
+    """The table index: Cube tiles per core, or bytes moved."""
+    g = row.gemm
+    if g is not None:
+        return tiles_per_core(*g, tile=profile.cube.tile, cores=profile.cube.cores)
+    return float(row.nbytes)
+
+
+def weighted_median(pairs: Sequence[tuple[float, int]]) -> float:
+    ordered = sorted(pairs)
+    half, seen = sum(w for _, w in ordered) / 2, 0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0]
+
+
+def sig(x: float, digits: int = 3) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def monotone(values: list[float], weights: list[int]) -> list[float]:
+    """Weighted pool-adjacent-violators: the closest non-decreasing sequence (more work per core,
+    or more bytes, never lowers the achieved efficiency; a dip between bins is noise)."""
+    blocks: list[list[float]] = []                  # [value, weight, length]
+    for v, w in zip(values, weights):
+        blocks.append([v, float(w), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            v2, w2, n2 = blocks.pop()
+            v1, w1, n1 = blocks.pop()
+            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return [b[0] for b in blocks for _ in range(int(b[2]))]
+
+
+def fit_table(rows: Iterable[Row], profile: HardwareProfile, grid: Sequence[int], floor_us: float) -> EfficiencyTable:
+    """A step table on `grid`: each bin the weighted median efficiency of its kernels, made
+    non-decreasing; an empty bin takes its nearest smaller filled bin (else the nearest larger);
+    equal neighbours merge."""
+    bins: dict[int, list[tuple[float, int]]] = {t: [] for t in grid}
+    for row in rows:
+        x = work(row, profile)
+        bins[max(t for t in grid if t <= x)].append((observed_efficiency(row, profile, floor_us), row.count))
+    filled_at = [t for t in grid if bins[t]]
+    if not filled_at:
+        raise ValueError("no kernels to fit")
+    smooth = monotone([weighted_median(bins[t]) for t in filled_at], [sum(w for _, w in bins[t]) for t in filled_at])
+    filled = {t: sig(v) for t, v in zip(filled_at, smooth)}
+    values = []
+    for t in grid:
+        lower = [u for u in filled if u <= t]
+        values.append(filled[max(lower)] if lower else filled[min(filled)])
+    rows_out: list[tuple[float, float]] = []
+    for t, v in sorted(zip(grid, values), reverse=True):
+        if rows_out and rows_out[-1][1] == v:
+            rows_out[-1] = (float(t), v)            # the same value continues to a smaller threshold
+        else:
+            rows_out.append((float(t), v))
+    return EfficiencyTable(tuple(rows_out))
+
+
+def fit_classes(rows: Sequence[Row], profile: HardwareProfile) -> KernelClasses:
+    usable = [r for r in rows if r.op_type not in OPAQUE]
+    floor = sig(weighted_median([(r.duration_us, r.count) for r in usable if r.nbytes <= FLOOR_BYTES]))
+    tables = {}
+    for kind in CUBE_CLASSES:
+        tables[kind] = fit_table([r for r in usable if r.kernel_class == kind], profile, TILE_GRID, floor)
+    for kind in VECTOR_CLASSES:
+        tables[kind] = fit_table([r for r in usable if r.kernel_class == kind], profile, BYTES_GRID, floor)
+    tables["memory"] = fit_table([r for r in usable if r.gemm is None], profile, BYTES_GRID, floor)
+    return KernelClasses(min_kernel_us=floor, **tables)
+
+
+def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
+    """The model's time for a profiled kernel: hardware.model.compute's roofline with class tables."""
+    kind = row.kernel_class
+    if row.gemm is not None:
+        eff = profile.kernel_classes.table(kind).at(work(row, profile))   # type: ignore[union-attr]
+        compute = padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * eff)
+    else:
+        elements = row.outputs[0].elements if row.outputs else 1
+        compute = row.flops / (vector_tflops(row.dtype, profile) * 1e12 * profile.vector.efficiency.at(elements))
+    return floor_seconds(profile) + max(compute, memory_seconds(row.nbytes, profile, kind))
+
+
+# --- the error report -----------------------------------------------------------------------------
+
+def errors(rows: Sequence[Row], profile: HardwareProfile) -> tuple[int, float, float]:
+    """(kernels, count-weighted median |error|, time-weighted |error|) of predicted vs measured."""
+    pairs, abs_time, total = [], 0.0, 0.0
+    for r in rows:
+        measured = r.duration_us * 1e-6
+        predicted = predicted_seconds(r, profile)
+        pairs.append((abs(predicted - measured) / measured, r.count))
+        abs_time += r.count * abs(predicted - measured)
+        total += r.count * measured
+    return sum(r.count for r in rows), weighted_median(pairs), abs_time / total
+
+
+def report(rows: Sequence[Row], profile: HardwareProfile) -> list[str]:
+    lines = ["per-op |error| of the derived 910A tables (median over kernels; time-weighted = "
+             "sum |pred-meas| / sum meas); AtomicAddrClean excluded (its op_info is not its traffic)",
+             f"{'run':<18} {'class':<17} {'kernels':>7} {'median':>8} {'time-wtd':>9} {'measured ms':>11}"]
+    runs = sorted({(r.network, r.batch) for r in rows})
+    for held_out in (False, True):
+        lines.append("fitted rows:" if not held_out else "held-out rows (not fitted):")
+        for run in runs:
+            if (run in FIT) == held_out:
+                continue
+            mine = [r for r in rows if (r.network, r.batch) == run and r.op_type not in OPAQUE]
+            for kind in ("all", *CUBE_CLASSES, *VECTOR_CLASSES):
+                sel = mine if kind == "all" else [r for r in mine if r.kernel_class == kind]
+                if not sel:
+                    continue
+                n, med, tw = errors(sel, profile)
+                ms = sum(r.count * r.duration_us for r in sel) / 1000
+                lines.append(f"{run[0] + ' bs' + str(run[1]):<18} {kind:<17} {n:>7} {med:>7.1%} {tw:>8.1%} {ms:>11.2f}")
+    return lines
+
+
+def over_peak(rows: Sequence[Row], profile: HardwareProfile) -> int:
+    """Kernels too big for L2 (> 2 x L2 moved) that would stream faster than the HBM peak."""
+    big = [r for r in rows if r.gemm is None and r.op_type not in OPAQUE and r.nbytes > 2 * profile.memory.l2_mib * 2**20]
+    return sum(r.nbytes / (r.duration_us * 1e-6) > profile.memory.gbps * 1e9 for r in big)
+
+
+def swap_floats(row: Row) -> Row:
+    def swap(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        return tuple(dataclasses.replace(t, dtype=SWAPPED.get(t.dtype, t.dtype)) for t in ts)
+    return dataclasses.replace(row, inputs=swap(row.inputs), outputs=swap(row.outputs))
+
+
+def halve_impossible_fp32(row: Row, profile: HardwareProfile) -> Row:
+    """A kernel too big for L2 whose fp32 premise would beat the HBM peak ran on fp16 tensors."""
+    too_big = row.nbytes > 2 * profile.memory.l2_mib * 2**20
+    if row.gemm is None and too_big and row.nbytes / (row.duration_us * 1e-6) > profile.memory.gbps * 1e9:
+        def half(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+            return tuple(dataclasses.replace(t, dtype="fp16") if t.dtype == "fp32" else t for t in ts)
+        return dataclasses.replace(row, inputs=half(row.inputs), outputs=half(row.outputs))
+    return row
+
+
+def read_dtypes(rows: Sequence[Row], profile: HardwareProfile) -> tuple[list[Row], list[str]]:
+    """Per network (its runs share one recipe), the dtype reading the HBM peak allows: as labelled,
+    or fp16 and fp32 swapped (the profiler's labels are one step off in some runs). A premise under
+    which more large kernels beat the HBM peak is the wrong one (a tie keeps the labels); the counts
+    are printed."""
+    out: list[Row] = []
+    lines = []
+    for network in sorted({r.network.split("-")[0] for r in rows}):
+        mine = [r for r in rows if r.network.split("-")[0] == network]
+        swapped = [swap_floats(r) for r in mine]
+        as_is, other = over_peak(mine, profile), over_peak(swapped, profile)
+        use_swap = other < as_is
+        out += [halve_impossible_fp32(r, profile) for r in (swapped if use_swap else mine)]
+        lines.append(f"dtype check {network}: kernels beating the {profile.memory.gbps:g} GB/s HBM peak: "
+                     f"{as_is} as labelled, {other} with fp16/fp32 swapped -> {'swapped' if use_swap else 'as labelled'}")
+    return out, lines
+
+
+# --- profiles of other chips: datasheet ratios to the 910A --------------------------------------
+
+def bytes_per_core_cycle(p: HardwareProfile) -> float:
+    return p.memory.gbps / (p.cube.cores * p.cube.ghz)
+
+
+def ratio_estimates(source: KernelClasses, base: HardwareProfile, chip: HardwareProfile
+                    ) -> tuple[KernelClasses, list[tuple[str, float, float, str]]]:
+    """The 910A tables carried to another DaVinci chip, and the estimate label of each.
+
+    Cube tables are per core and per tile, so the core count is already in the index; what changes is
+    how fast each core is fed: a Cube table is scaled by min(1, chip/910A bytes of memory bandwidth
+    per core-cycle). Traffic tables are fractions of the chip's own bandwidth (factor 1). The device
+    floor is a fixed number of cycles: it scales with the 910A/chip clock ratio."""
+    feed = min(1.0, bytes_per_core_cycle(chip) / bytes_per_core_cycle(base))
+    scaled = {}
+    labels = []
+    for kind in (*CUBE_CLASSES, *VECTOR_CLASSES, "memory"):
+        factor = feed if kind in CUBE_CLASSES else 1.0
+        table = source.table(kind)
+        scaled[kind] = EfficiencyTable(tuple((t, sig(min(1.0, e * factor))) for t, e in table.rows))
+        if kind in CUBE_CLASSES:
+            labels.append((f"kernel_classes.{kind}", 0.75, sig(max(1.0, 1 / feed)),
+                           f"910A per-op table x {feed:.3f} (memory bytes per core-cycle {bytes_per_core_cycle(chip):.1f} "
+                           f"vs {bytes_per_core_cycle(base):.1f}); no per-op data for this chip. Low end: a 25% "
+                           "slower Cube; high end: the unscaled 910A table"))
+        else:
+            labels.append((f"kernel_classes.{kind}", 0.75, 1.25,
+                           "910A fraction of bandwidth reused (same DaVinci MTE); no per-op data for this chip"))
+    floor = sig(source.min_kernel_us * base.cube.ghz / chip.cube.ghz)
+    lo, hi = sorted((floor, source.min_kernel_us))
+    labels.append(("kernel_classes.min_kernel_us", lo, hi,
+                   f"910A floor {source.min_kernel_us:g} us x clock ratio {base.cube.ghz:g}/{chip.cube.ghz:g} GHz; "
+                   "range up to the unscaled 910A floor"))
+    return KernelClasses(min_kernel_us=floor, **scaled), labels
+
+
+# --- writing the derived block ------------------------------------------------------------------
+
+def table_text(table: EfficiencyTable) -> str:
+    return "[" + ", ".join(f"[{int(t)}, {e:g}]" for t, e in table.rows) + "]"
+
+
+def block_text(classes: KernelClasses, note: str, labels: Sequence[tuple[str, float, float, str]]) -> str:
+    lines = [BEGIN, f"# {note}", "[kernel_classes]", f"min_kernel_us = {classes.min_kernel_us:g}"]
+    for kind in ("memory", *CUBE_CLASSES, *VECTOR_CLASSES):
+        lines.append(f"{kind} = {table_text(classes.table(kind))}")
+    for key, lo, hi, reason in labels:
+        lines += ["", f'[estimates."{key}"]', f"range = [{lo:g}, {hi:g}]", f'reason = "{reason}"']
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def with_block(text: str, block: str) -> str:
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        return head + block + tail
+    return text.rstrip("\n") + "\n\n" + block
+
+
+def without_block(text: str) -> str:
+    return with_block(text, "") if BEGIN in text else text
+
+
+def datasheet(path: Path) -> HardwareProfile:
+    """A profile's hand-written part (its derived block stripped): the facts derive may read."""
+    return HardwareProfile.from_mapping(tomllib.loads(without_block(path.read_text())), str(path), complete=False)
+
+
+def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
+    """The new text of each profile file, and the report lines."""
+    base_path = PROFILE_DIR / f"{SOURCE_PROFILE}.toml"
+    base = datasheet(base_path)
+    rows, dtype_lines = read_dtypes(rows, base)
+    classes = fit_classes([r for r in rows if (r.network, r.batch) in FIT], base)
+    fitted = dataclasses.replace(base, kernel_classes=classes)
+    texts = {base_path: with_block(base_path.read_text(), block_text(
+        classes, "fitted on An et al. ResNet-50 bs16+bs32 per-op times (hardware/calibration/data)", []))}
+    for name in RATIO_PROFILES:
+        path = PROFILE_DIR / f"{name}.toml"
+        chip = datasheet(path)
+        scaled, labels = ratio_estimates(classes, base, chip)
+        texts[path] = with_block(path.read_text(), block_text(
+            scaled, f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)",
+            labels))
+    lines = [f"{len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {DATA.name}",
+             *dtype_lines, *report(rows, fitted)]
+    return texts, lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="derive the Ascend profiles' efficiency tables")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed derived block differs")
+    args = parser.parse_args(argv)
+    texts, lines = derived_texts(load_rows())
+    print("\n".join(lines))
+    stale = [p for p, text in texts.items() if p.read_text() != text]
+    if args.check:
+        for p in stale:
+            print(f"stale: {p.name} differs from what derive writes (run python -m hardware.calibration.derive)",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(texts[p])
+        print(f"wrote {p.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

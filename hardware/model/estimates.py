@@ -1,0 +1,50 @@
+"""Which `estimate` constants of a profile a prediction depends on.
+
+A profile labels constants without a direct measurement (`[estimates]`, see profile.py). A
+prediction lists those it actually read, so a report can re-predict at each end of their ranges
+and tell a robust verdict from one that hangs on a guess. "Read" is decided from the mechanisms:
+only the dispatch constant the settings select, only the kernel classes the step has, the
+collective constants only with more than one device.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from hardware.model.comm import level_groups
+from hardware.model.compute import Kernel
+from hardware.model.host_time import dispatch_key
+from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
+from hardware.model.profile import HardwareProfile
+from msbench.settings import Settings
+
+LAUNCH_DISPATCH = ("launch.pynative_us", "launch.graph_o0_us", "launch.graph_o1_us", "launch.graph_o2_us")
+
+
+def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile) -> set[str]:
+    """Dotted keys (or key prefixes ending in '.') the prediction for these settings never reads."""
+    ks = list(kernels)
+    unused = set(LAUNCH_DISPATCH) - {f"launch.{dispatch_key(settings)}"}
+    classes = {k.kernel_class for k in ks}
+    unused |= {f"kernel_classes.{c}" for c in (*CUBE_CLASSES, *VECTOR_CLASSES) if c not in classes}
+    if not any(k.unit == "cube" for k in ks):
+        unused.add("kernel_classes.memory")
+    if settings.devices <= 1:
+        unused.add("comm.")
+    else:
+        used_levels = {lv.name for lv, _ in level_groups(settings.devices, profile.comm.levels)}
+        unused |= {f"comm.levels.{lv.name}." for lv in profile.comm.levels if lv.name not in used_levels}
+    if settings.sink:
+        unused.add("host.link_gbps")           # the batch copy is prefetched by the device queue
+    return unused
+
+
+def estimates_used(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile) -> list[dict]:
+    """The estimate constants behind a prediction: key, range and reason, sorted by key."""
+    unused = unused_keys(kernels, settings, profile)
+
+    def read(key: str) -> bool:
+        return key not in unused and not any(u.endswith(".") and key.startswith(u) for u in unused)
+
+    return [{"key": e.key, "range": [e.low, e.high], "reason": e.reason}
+            for e in profile.estimates if read(e.key)]

@@ -1,0 +1,100 @@
+"""Calibration as code: the per-op table, the derive script and what it writes into the profiles."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from hardware.calibration import derive
+from hardware.model.opclass import op_class
+from hardware.model.profile import PROFILE_DIR, load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
+    return derive.read_dtypes(derive.load_rows(), base)[0]
+
+
+def test_committed_profiles_are_what_derive_writes(capsys):
+    assert derive.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_table_is_small_and_names_its_sources():
+    text = derive.DATA.read_text()
+    assert derive.DATA.stat().st_size < 1_000_000
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("Huawei-Performance-Model/Ascend-910B commit 6066283e4ee22d0b5f5cb3c58cd1099f2ba8192a" in h for h in header)
+    for network, batch in {(r.network, r.batch) for r in derive.load_rows()}:
+        assert any(f"{network} batch {batch}: application_test/final_test/" in h for h in header)
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("Conv2D", "conv_forward"), ("FusionOp_Conv2D_BNTrainingReduce", "conv_forward"),
+    ("Conv2DBackpropInput", "conv_input_grad"), ("FusionOp_Conv2DBackpropInput_AddN_ReluGradV2", "conv_input_grad"),
+    ("Conv2DBackpropFilter", "conv_filter_grad"), ("MatMul", "matmul"), ("FusionOp_MatMul_GeLU", "matmul"),
+    ("BatchMatMul", "batch_matmul"), ("BNTrainingReduce", "reduction"), ("BatchNorm", "reduction"),
+    ("LayerNorm", "reduction"), ("SoftmaxV2", "reduction"), ("BNTrainingUpdate", "elementwise"),
+    ("FusionOp_BNTrainingUpdate_ReLUV2", "elementwise"), ("ReluV2", "elementwise"), ("ReLU", "elementwise"),
+    ("TransData", "data_movement"), ("AtomicAddrClean", "data_movement"), ("Transpose", "data_movement"),
+])
+def test_op_classes_cover_ascend_and_cpu_names(name, kind):
+    assert op_class(name) == kind
+
+
+def test_gemm_of_profiled_kernels_matches_the_network(rows):
+    # ResNet-50 conv1 at batch 16: 7x7x3 (channels padded to 16) -> 64 at 112x112
+    conv1 = next(r for r in rows if r.network == "resnet50" and r.batch == 16
+                 and r.op_type == "FusionOp_Conv2D_BNTrainingReduce" and r.inputs[0].shape[2] == 224)
+    assert conv1.gemm == (1, 16 * 112 * 112, 64, 49 * 16)
+    # BERT seq128 batch 32 (4096 tokens) hidden 768: the QKV-sized dense is 4096 x 768 x 768 per 16-row tile
+    dense = [r for r in rows if r.network == "bert-seq128" and r.kernel_class == "matmul"]
+    assert (1, 128 * 128, 768, 768) in {r.gemm for r in dense}
+
+
+def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
+    base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
+    resnet = [r for r in derive.load_rows() if r.network == "resnet50"]
+    swapped = [derive.swap_floats(r) for r in resnet]
+    assert derive.over_peak(swapped, base) < derive.over_peak(resnet, base)
+    image_cast = next(r for r in rows if r.network == "resnet50" and r.op_type == "Cast" and r.inputs[0].shape == (16, 3, 224, 224))
+    assert (image_cast.inputs[0].dtype, image_cast.outputs[0].dtype) == ("fp32", "fp16")     # the AMP input cast
+
+
+def test_monotone_pools_violators():
+    assert derive.monotone([0.1, 0.3, 0.2, 0.4], [1, 1, 1, 1]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
+    assert derive.monotone([0.5, 0.1], [1, 3]) == pytest.approx([0.2, 0.2])
+
+
+def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
+    a = load_profile("ascend910a")
+    for kind in (*derive.CUBE_CLASSES, *derive.VECTOR_CLASSES, "memory"):
+        effs = [e for _, e in reversed(a.kernel_classes.table(kind).rows)]
+        assert effs == sorted(effs) and 0 < effs[0] and effs[-1] <= 1
+    held_out = [r for r in rows if (r.network, r.batch) == ("resnet50", 64) and r.op_type not in derive.OPAQUE]
+    n, median, time_weighted = derive.errors(held_out, a)
+    assert n > 500 and median < 0.35 and time_weighted < 0.5
+    # and costing uses the model's own functions: the derive prediction is the Kernel time of compute.py
+    assert all(math.isfinite(derive.predicted_seconds(r, a)) for r in held_out)
+
+
+def test_other_chips_are_the_910a_tables_scaled_by_datasheet_ratios():
+    a, b = load_profile("ascend910a"), load_profile("ascend910b")
+    feed = min(1.0, derive.bytes_per_core_cycle(b) / derive.bytes_per_core_cycle(a))
+    for (ta, ea), (tb, eb) in zip(a.kernel_classes.matmul.rows, b.kernel_classes.matmul.rows):
+        assert ta == tb and eb == pytest.approx(min(1.0, ea * feed), rel=1e-2)
+    assert b.kernel_classes.elementwise == a.kernel_classes.elementwise
+    assert b.kernel_classes.min_kernel_us == pytest.approx(a.kernel_classes.min_kernel_us * a.cube.ghz / b.cube.ghz, rel=1e-2)
+
+
+def test_calibration_and_profiles_never_read_the_validation_set():
+    pattern = re.compile(r"hardware[./]validation|published\.toml")
+    for folder in ("hardware/calibration", "hardware/profiles"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".py", ".toml", ".csv"):
+                assert not pattern.search(path.read_text()), path
