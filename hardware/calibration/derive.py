@@ -14,8 +14,9 @@ training step on an Ascend 910) and the datasheet sections of the profiles. For 
 - `min_kernel_us`: the median time of the kernels that move at most 4 KiB: the fixed cost of a
   kernel, taken off every measured time before its efficiency is computed (time = fixed + roofline).
 
-Each table cell is the count-weighted median of the fitted kernels in its bin (the least-|log
-error| constant), capped at 1 (an L2-resident kernel can beat the HBM rate). Fitted on ResNet-50
+Each table cell is its fitted kernels' total ideal time over their total measured time (less the
+fixed cost), so the bin's summed time is reproduced, capped at 1 (an L2-resident kernel can beat
+the HBM rate) and made non-decreasing in the work. Fitted on ResNet-50
 batch 16 and 32 and BERT-base seq 128 batch 32 (ResNet has no BatchMatMul); the report printed at
 the end is the per-op error on the runs not fitted (ResNet-50 batch 64, BERT seq 64 and 256,
 YOLOv5, InceptionV3), costed with hardware.model.compute's own functions.
@@ -144,15 +145,23 @@ def load_rows(path: Path = DATA) -> list[Row]:
                 outputs=parse_tensors(r["outputs"])) for r in csv.DictReader(lines)]
 
 
-def observed_efficiency(row: Row, profile: HardwareProfile, floor_us: float) -> float:
-    """What the kernel achieved against the peak its class is measured by, once the fixed per-kernel
-    cost is taken off its time (capped at 1: an L2-resident kernel can beat the HBM rate)."""
-    seconds = max(row.duration_us - floor_us, 1e-3) * 1e-6
+def ideal_seconds(row: Row, profile: HardwareProfile) -> float:
+    """The kernel's time at the peak its class is measured by: padded Cube FLOPs at the Cube peak of
+    its dtype, or its bytes at the HBM bandwidth."""
     if row.gemm is not None:
-        eff = padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * seconds)
-    else:
-        eff = row.nbytes / (profile.memory.gbps * 1e9 * seconds)
-    return min(eff, 1.0)
+        return padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12)
+    return row.nbytes / (profile.memory.gbps * 1e9)
+
+
+def busy_seconds(row: Row, floor_us: float) -> float:
+    """The measured time less the fixed per-kernel cost (at least 1 ns)."""
+    return max(row.duration_us - floor_us, 1e-3) * 1e-6
+
+
+def observed_efficiency(row: Row, profile: HardwareProfile, floor_us: float) -> float:
+    """What one kernel achieved against its peak once its fixed cost is taken off (capped at 1: an
+    L2-resident kernel can beat the HBM rate)."""
+    return min(1.0, ideal_seconds(row, profile) / busy_seconds(row, floor_us))
 
 
 def padded_flops(row: Row, profile: HardwareProfile) -> float:
@@ -198,17 +207,22 @@ def monotone(values: list[float], weights: list[int]) -> list[float]:
 
 
 def fit_table(rows: Iterable[Row], profile: HardwareProfile, grid: Sequence[int], floor_us: float) -> EfficiencyTable:
-    """A step table on `grid`: each bin the weighted median efficiency of its kernels, made
-    non-decreasing; an empty bin takes its nearest smaller filled bin (else the nearest larger);
+    """A step table on `grid`: each bin's efficiency is its kernels' total work over the total time
+    they took at peak (so the bin's summed time is reproduced, which is what a step time adds up),
+    made non-decreasing; an empty bin takes its nearest smaller filled bin (else the nearest larger);
     equal neighbours merge."""
-    bins: dict[int, list[tuple[float, int]]] = {t: [] for t in grid}
+    bins: dict[int, list[tuple[float, float, int]]] = {t: [] for t in grid}
     for row in rows:
         x = work(row, profile)
-        bins[max(t for t in grid if t <= x)].append((observed_efficiency(row, profile, floor_us), row.count))
+        bins[max(t for t in grid if t <= x)].append((ideal_seconds(row, profile), busy_seconds(row, floor_us), row.count))
+
+    def pooled(items: list[tuple[float, float, int]]) -> float:
+        return min(1.0, sum(i * n for i, _, n in items) / sum(b * n for _, b, n in items))
+
     filled_at = [t for t in grid if bins[t]]
     if not filled_at:
         raise ValueError("no kernels to fit")
-    smooth = monotone([weighted_median(bins[t]) for t in filled_at], [sum(w for _, w in bins[t]) for t in filled_at])
+    smooth = monotone([pooled(bins[t]) for t in filled_at], [sum(n for _, _, n in bins[t]) for t in filled_at])
     filled = {t: sig(v) for t, v in zip(filled_at, smooth)}
     values = []
     for t in grid:
@@ -263,8 +277,9 @@ def errors(rows: Sequence[Row], profile: HardwareProfile) -> tuple[int, float, f
 
 def report(rows: Sequence[Row], profile: HardwareProfile) -> list[str]:
     lines = ["per-op |error| of the derived 910A tables (median over kernels; time-weighted = "
-             "sum |pred-meas| / sum meas); AtomicAddrClean excluded (its op_info is not its traffic)",
-             f"{'run':<18} {'class':<17} {'kernels':>7} {'median':>8} {'time-wtd':>9} {'measured ms':>11}"]
+             "sum |pred-meas| / sum meas; pred/meas = summed time ratio); AtomicAddrClean excluded "
+             "(its op_info is not its traffic)",
+             f"{'run':<18} {'class':<17} {'kernels':>7} {'median':>8} {'time-wtd':>9} {'measured ms':>11} {'pred/meas':>9}"]
     runs = sorted({(r.network, r.batch) for r in rows})
     for held_out in (False, True):
         lines.append("fitted rows:" if not held_out else "held-out rows (not fitted):")
@@ -278,7 +293,8 @@ def report(rows: Sequence[Row], profile: HardwareProfile) -> list[str]:
                     continue
                 n, med, tw = errors(sel, profile)
                 ms = sum(r.count * r.duration_us for r in sel) / 1000
-                lines.append(f"{run[0] + ' bs' + str(run[1]):<18} {kind:<17} {n:>7} {med:>7.1%} {tw:>8.1%} {ms:>11.2f}")
+                ratio = sum(r.count * predicted_seconds(r, profile) for r in sel) * 1000 / ms
+                lines.append(f"{run[0] + ' bs' + str(run[1]):<18} {kind:<17} {n:>7} {med:>7.1%} {tw:>8.1%} {ms:>11.2f} {ratio:>9.2f}")
     return lines
 
 
