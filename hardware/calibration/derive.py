@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_fraction,
+from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
                                     tiles_per_core, vector_tflops)
 from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES, op_class
 from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
@@ -107,10 +107,9 @@ class Row:
         if kind == "conv_forward" and frac_z and len(out) == 5:
             return (1, out[0] * out[2] * out[3], out[1] * 16, frac_z[0] * 16)
         if kind == "conv_input_grad" and frac_z and five_d and len(out) == 5:
-            dy = five_d[0]
-            flops_half = dy[0] * dy[2] * dy[3] * dy[1] * 16 * frac_z[0] * 16      # M·N·K of the forward conv
-            m, n = out[0] * out[2] * out[3], out[1] * 16
-            return (1, m, n, max(round(flops_half / (m * n)), 1))
+            dy = five_d[0]                  # a stride-1 conv of the dilated dy: K = Cout·kh·kw at every dx pixel
+            kernel_area = max(frac_z[0] // out[1], 1)
+            return (1, out[0] * out[2] * out[3], out[1] * 16, dy[1] * 16 * kernel_area)
         if kind == "conv_filter_grad" and five_d and len(out) == 4:
             dy = next((s for s in five_d if s[1] == out[1]), five_d[0])
             return (1, out[0] * 16, out[1] * 16, dy[0] * dy[2] * dy[3])
@@ -149,7 +148,7 @@ def ideal_seconds(row: Row, profile: HardwareProfile) -> float:
     """The kernel's time at the peak its class is measured by: padded Cube FLOPs at the Cube peak of
     its dtype, or its bytes at the HBM bandwidth."""
     if row.gemm is not None:
-        return padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12)
+        return cube_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12)
     return row.nbytes / (profile.memory.gbps * 1e9)
 
 
@@ -164,11 +163,11 @@ def observed_efficiency(row: Row, profile: HardwareProfile, floor_us: float) -> 
     return min(1.0, ideal_seconds(row, profile) / busy_seconds(row, floor_us))
 
 
-def padded_flops(row: Row, profile: HardwareProfile) -> float:
+def cube_flops(row: Row, profile: HardwareProfile) -> float:
     """The FLOPs the Cube really runs for the kernel (its GEMM padded to the tile)."""
     g = row.gemm
     assert g is not None
-    return row.flops / padded_fraction(*g, tile=profile.cube.tile)
+    return padded_flops(*g, tile=profile.cube.tile)
 
 
 def work(row: Row, profile: HardwareProfile) -> float:
@@ -254,7 +253,7 @@ def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
     kind = row.kernel_class
     if row.gemm is not None:
         eff = profile.kernel_classes.table(kind).at(work(row, profile))   # type: ignore[union-attr]
-        compute = padded_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * eff)
+        compute = cube_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * eff)
     else:
         elements = row.outputs[0].elements if row.outputs else 1
         compute = row.flops / (vector_tflops(row.dtype, profile) * 1e12 * profile.vector.efficiency.at(elements))

@@ -79,12 +79,28 @@ def vector_tflops(dtype: str, profile: HardwareProfile) -> float:
     return profile.vector.tflops_fp32 if dtype == "fp32" else profile.vector.tflops_fp16
 
 
+def stride_area(op: Op) -> float:
+    """How many input pixels each output-gradient pixel stands for: (H·W)/(Ho·Wo), 4 for stride 2.
+    The Cube computes an input gradient as a stride-1 convolution of the dilated output gradient, so
+    it runs this many times the useful FLOPs. The output gradient is the input with the output's
+    batch and the largest spatial size (a weight's kh·kw is smaller)."""
+    out = op.outputs[0].shape if op.outputs else ()
+    if len(out) < 4:
+        return 1.0
+    grads = [t.shape for t in op.inputs if len(t.shape) == len(out) and t.shape[0] == out[0]]
+    if not grads:
+        return 1.0
+    dy = max(grads, key=lambda s: s[2] * s[3])
+    return max(1.0, (out[2] * out[3]) / max(dy[2] * dy[3], 1))
+
+
 def gemm_shape(op: Op) -> tuple[int, int, int, int]:
-    """(batch, M, N, K) of the GEMMs a matrix op amounts to, from its output shape and FLOPs.
+    """(batch, M, N, K) of the GEMMs the Cube runs for a matrix op, from its output shape and FLOPs.
 
     N is the output's channel axis: axis 1 of a conv or input-gradient output (NCHW), axis 0 of a
     filter gradient (Cout, Cin, kh, kw; M = Cin·kh·kw, K = the batch·pixels it sums over), the last
-    axis of a matmul (a BatchMatMul's leading axes are its batch). K = FLOPs / (2·batch·M·N)."""
+    axis of a matmul (a BatchMatMul's leading axes are its batch). K = FLOPs / (2·batch·M·N), times
+    the stride area for an input gradient (see stride_area)."""
     if not op.outputs:
         return (1, 1, 1, 1)
     out = tuple(max(int(d), 1) for d in (op.outputs[0].shape or (1,)))
@@ -99,8 +115,10 @@ def gemm_shape(op: Op) -> tuple[int, int, int, int]:
         if kind == "batch_matmul" and len(out) >= 3:
             batch = math.prod(out[:-2])
     m = max(math.prod(out) // (n * batch), 1)
-    k = max(round(op.flops / (2 * batch * m * n)), 1)
-    return (batch, m, n, k)
+    k = op.flops / (2 * batch * m * n)
+    if kind == "conv_input_grad":
+        k *= stride_area(op)
+    return (batch, m, n, max(round(k), 1))
 
 
 def gemm_dims(op: Op) -> tuple[int, int, int]:
@@ -114,19 +132,19 @@ def tiles_per_core(batch: int, m: int, n: int, k: int, tile: int, cores: int) ->
     return batch * math.ceil(m / tile) * math.ceil(n / tile) * math.ceil(k / tile) / max(cores, 1)
 
 
-def padded_fraction(batch: int, m: int, n: int, k: int, tile: int) -> float:
-    """The useful share of the Cube's work once M, N, K are padded up to its tile."""
+def padded_flops(batch: int, m: int, n: int, k: int, tile: int) -> int:
+    """The FLOPs the Cube runs for these GEMMs once M, N, K are padded up to its tile."""
     tile = max(tile, 1)
-    return (m * n * k) / math.prod(math.ceil(d / tile) * tile for d in (m, n, k))
+    return 2 * batch * math.prod(math.ceil(d / tile) * tile for d in (m, n, k))
 
 
 def cube_efficiency(op: Op, profile: HardwareProfile) -> float:
     """Useful FLOPs over peak: the table's efficiency of the padded work (per class at the work per
     core where the profile has classes, else by the reduction length K: a short K cannot amortise
-    writing each output tile back) times the useful fraction of the padded work."""
+    writing each output tile back) times the useful share of the work the Cube runs."""
     batch, m, n, k = gemm_shape(op)
     tile = max(profile.cube.tile, 1)
-    useful = padded_fraction(batch, m, n, k, tile)
+    useful = min(1.0, op.flops / padded_flops(batch, m, n, k, tile)) if op.flops > 0 else 1.0
     classes = profile.kernel_classes
     if classes is not None:
         kind = op_class(op.type, "cube")

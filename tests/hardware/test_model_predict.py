@@ -73,6 +73,11 @@ def test_gemm_shape_of_each_conv_and_matmul_class():
     assert gemm_shape(op("Conv2DBackpropInput", (8, 64, 28, 28), 2 * m * n * k)) == (1, m, 64, 128 * 9)
     assert gemm_shape(op("Conv2DBackpropFilter", (128, 64, 3, 3), 2 * m * n * k)) == (1, 64 * 9, 128, m)
     assert gemm_shape(op("BatchMatMul", (12, 128, 64), 2 * 12 * 128 * 64 * 32)) == (12, 128, 64, 32)
+    # a stride-2 input gradient runs as a stride-1 conv of the dilated dy: 4x the useful K at each dx pixel
+    strided = dataclasses.replace(op("Conv2DBackpropInput", (8, 64, 56, 56), 2 * m * n * k),
+                                  inputs=(tensor_spec((8, 128, 28, 28)), tensor_spec((128, 64, 3, 3))))
+    assert gemm_shape(strided) == (1, 8 * 56 * 56, 64, 128 * 9)
+    assert make_kernel([strided], A).compute_s > 3.5 * make_kernel([dataclasses.replace(strided, inputs=())], A).compute_s
     assert tiles_per_core(12, 128, 64, 32, 16, 24) == 12 * 8 * 4 * 2 / 24
 
 
