@@ -12,7 +12,7 @@ Dtype labels are kept as the profiler wrote them (NUMBER_TYPE_FLOAT -> fp32, FLO
 are not trustworthy in every run: in the ResNet-50 runs the input image Cast reads "FLOAT16" and
 writes "FLOAT", and the Momentum parameters and BN statistics read "FLOAT16", the reverse of an
 AMP O2 step, and taken as written many large kernels would stream faster than the HBM peak.
-`derive` decides per run which reading the HBM peak allows (its "dtype check" lines).
+`derive` decides per network which reading the HBM peak allows (its "dtype check" lines).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.calibration import derive
+from hardware.calibration import derive, table
 from hardware.model.opclass import op_class
 from hardware.model.profile import PROFILE_DIR, load_profile
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def rows():
     base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
-    return derive.read_dtypes(derive.load_rows(), base)[0]
+    return table.read_dtypes(table.load_rows(), base)[0]
 
 
 def test_committed_profiles_are_what_derive_writes(capsys):
@@ -26,11 +26,11 @@ def test_committed_profiles_are_what_derive_writes(capsys):
 
 
 def test_table_is_small_and_names_its_sources():
-    text = derive.DATA.read_text()
-    assert derive.DATA.stat().st_size < 1_000_000
+    text = table.DATA.read_text()
+    assert table.DATA.stat().st_size < 1_000_000
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert any("Huawei-Performance-Model/Ascend-910B commit 6066283e4ee22d0b5f5cb3c58cd1099f2ba8192a" in h for h in header)
-    for network, batch in {(r.network, r.batch) for r in derive.load_rows()}:
+    for network, batch in {(r.network, r.batch) for r in table.load_rows()}:
         assert any(f"{network} batch {batch}: application_test/final_test/" in h for h in header)
 
 
@@ -59,9 +59,9 @@ def test_gemm_of_profiled_kernels_matches_the_network(rows):
 
 def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
     base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
-    resnet = [r for r in derive.load_rows() if r.network == "resnet50"]
-    swapped = [derive.swap_floats(r) for r in resnet]
-    assert derive.over_peak(swapped, base) < derive.over_peak(resnet, base)
+    resnet = [r for r in table.load_rows() if r.network == "resnet50"]
+    swapped = [table.swap_floats(r) for r in resnet]
+    assert table.over_peak(swapped, base) < table.over_peak(resnet, base)
     image_cast = next(r for r in rows if r.network == "resnet50" and r.op_type == "Cast" and r.inputs[0].shape == (16, 3, 224, 224))
     assert (image_cast.inputs[0].dtype, image_cast.outputs[0].dtype) == ("fp32", "fp16")     # the AMP input cast
 
@@ -76,7 +76,7 @@ def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
     for kind in (*derive.CUBE_CLASSES, *derive.VECTOR_CLASSES, "memory"):
         effs = [e for _, e in reversed(a.kernel_classes.table(kind).rows)]
         assert effs == sorted(effs) and 0 < effs[0] and effs[-1] <= 1
-    held_out = [r for r in rows if (r.network, r.batch) == ("resnet50", 64) and r.op_type not in derive.OPAQUE]
+    held_out = [r for r in rows if (r.network, r.batch) == ("resnet50", 64) and r.op_type not in table.OPAQUE]
     n, median, time_weighted = derive.errors(held_out, a)
     assert n > 500 and median < 0.35 and time_weighted < 0.5
     # and costing uses the model's own functions: the derive prediction is the Kernel time of compute.py

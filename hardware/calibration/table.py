@@ -1,0 +1,155 @@
+"""The checked-in per-op table (data/an2022_ascend910_ops.csv): its rows, their GEMMs and dtypes.
+
+Each row is one profiled AI-Core kernel of an Ascend 910 training step (or `count` identical ones)
+with the Ascend-format tensors it read and wrote; `Row.gemm` recovers the GEMM a Cube kernel ran
+from those shapes (NC1HWC0 activations, FracZ weights, FRACTAL_NZ matrices). The dtypes the
+profiler wrote are checked against the HBM peak per network before any bytes are used.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from hardware.model.opclass import CUBE_CLASSES, op_class
+from hardware.model.profile import HardwareProfile
+
+DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
+DTYPE_BYTES = {"fp16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
+SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
+OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
+
+
+@dataclass(frozen=True)
+class Tensor:
+    dtype: str
+    format: str
+    shape: tuple[int, ...]
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One profiled kernel (or `count` identical ones) with the features the model costs it by."""
+
+    network: str
+    batch: int
+    op_type: str
+    count: int
+    duration_us: float
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+
+    @property
+    def kernel_class(self) -> str:
+        return op_class(self.op_type, "cube" if self.gemm else "vector")
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in (*self.inputs, *self.outputs))
+
+    @property
+    def dtype(self) -> str:
+        return next((t.dtype for t in self.inputs if t.dtype in ("fp16", "fp32")), "fp32")
+
+    @property
+    def gemm(self) -> tuple[int, int, int, int] | None:
+        """(batch, M, N, K) of the kernel's GEMM from its Ascend-format shapes; None for a Vector op."""
+        kind = op_class(self.op_type)
+        if kind not in CUBE_CLASSES or not self.outputs:
+            return None
+        out = self.outputs[0].shape
+        frac_z = next((t.shape for t in self.inputs if t.format in ("FracZ", "FRACTAL_Z")), None)
+        five_d = [t.shape for t in self.inputs if t.format == "NC1HWC0"]
+        if kind == "conv_forward" and frac_z and len(out) == 5:
+            return (1, out[0] * out[2] * out[3], out[1] * 16, frac_z[0] * 16)
+        if kind == "conv_input_grad" and frac_z and five_d and len(out) == 5:
+            dy = five_d[0]                  # a stride-1 conv of the dilated dy: K = Cout·kh·kw at every dx pixel
+            kernel_area = max(frac_z[0] // out[1], 1)
+            return (1, out[0] * out[2] * out[3], out[1] * 16, dy[1] * 16 * kernel_area)
+        if kind == "conv_filter_grad" and five_d and len(out) == 4:
+            dy = next((s for s in five_d if s[1] == out[1]), five_d[0])
+            return (1, out[0] * 16, out[1] * 16, dy[0] * dy[2] * dy[3])
+        if kind in ("matmul", "batch_matmul") and self.inputs:
+            nz = self.outputs[0].format == "FRACTAL_NZ"
+            batch = math.prod(out[:-4]) if nz else math.prod(out[:-2])
+            m, n = (out[-3] * 16, out[-4] * 16) if nz else (out[-2], out[-1])
+            return (batch, m, n, max(self.inputs[0].elements // (batch * m), 1))
+        return None
+
+    @property
+    def flops(self) -> int:
+        g = self.gemm
+        if g is not None:
+            return 2 * math.prod(g)
+        return self.outputs[0].elements if self.outputs else 0
+
+
+def parse_tensors(text: str) -> tuple[Tensor, ...]:
+    out = []
+    for item in filter(None, text.split(";")):
+        dtype, fmt, shape = item.split(":")
+        out.append(Tensor(dtype, fmt, tuple(int(d) for d in shape.split("x"))))
+    return tuple(out)
+
+
+def load_rows(path: Path = DATA) -> list[Row]:
+    with open(path, newline="") as fh:
+        lines = [line for line in fh if not line.startswith("#")]
+    return [Row(network=r["network"], batch=int(r["batch"]), op_type=r["op_type"], count=int(r["count"]),
+                duration_us=float(r["duration_us"]), inputs=parse_tensors(r["inputs"]),
+                outputs=parse_tensors(r["outputs"])) for r in csv.DictReader(lines)]
+
+
+def too_big_for_l2(row: Row, profile: HardwareProfile) -> bool:
+    return row.nbytes > 2 * profile.memory.l2_mib * 2**20
+
+
+def over_peak(rows: Sequence[Row], profile: HardwareProfile) -> int:
+    """Kernels too big for L2 (> 2 x L2 moved) that would stream faster than the HBM peak."""
+    big = [r for r in rows if r.gemm is None and r.op_type not in OPAQUE and too_big_for_l2(r, profile)]
+    return sum(r.nbytes / (r.duration_us * 1e-6) > profile.memory.gbps * 1e9 for r in big)
+
+
+def swap_floats(row: Row) -> Row:
+    def swap(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        return tuple(dataclasses.replace(t, dtype=SWAPPED.get(t.dtype, t.dtype)) for t in ts)
+    return dataclasses.replace(row, inputs=swap(row.inputs), outputs=swap(row.outputs))
+
+
+def halve_impossible_fp32(row: Row, profile: HardwareProfile) -> Row:
+    """A kernel too big for L2 whose fp32 premise would beat the HBM peak ran on fp16 tensors."""
+    if row.gemm is None and too_big_for_l2(row, profile) and row.nbytes / (row.duration_us * 1e-6) > profile.memory.gbps * 1e9:
+        def half(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+            return tuple(dataclasses.replace(t, dtype="fp16") if t.dtype == "fp32" else t for t in ts)
+        return dataclasses.replace(row, inputs=half(row.inputs), outputs=half(row.outputs))
+    return row
+
+
+def read_dtypes(rows: Sequence[Row], profile: HardwareProfile) -> tuple[list[Row], list[str]]:
+    """Per network (its runs share one recipe), the dtype reading the HBM peak allows: as labelled,
+    or fp16 and fp32 swapped (the profiler's labels are one step off in some runs). A premise under
+    which more large kernels beat the HBM peak is the wrong one (a tie keeps the labels); the counts
+    are printed."""
+    out: list[Row] = []
+    lines = []
+    for network in sorted({r.network.split("-")[0] for r in rows}):
+        mine = [r for r in rows if r.network.split("-")[0] == network]
+        swapped = [swap_floats(r) for r in mine]
+        as_is, other = over_peak(mine, profile), over_peak(swapped, profile)
+        use_swap = other < as_is
+        out += [halve_impossible_fp32(r, profile) for r in (swapped if use_swap else mine)]
+        lines.append(f"dtype check {network}: kernels beating the {profile.memory.gbps:g} GB/s HBM peak: "
+                     f"{as_is} as labelled, {other} with fp16/fp32 swapped -> {'swapped' if use_swap else 'as labelled'}")
+    return out, lines
