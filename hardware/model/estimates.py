@@ -21,8 +21,10 @@ from msbench.settings import Settings
 LAUNCH_DISPATCH = ("launch.pynative_us", "launch.graph_o0_us", "launch.graph_o1_us", "launch.graph_o2_us")
 
 
-def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile) -> set[str]:
-    """Dotted keys (or key prefixes ending in '.') the prediction for these settings never reads."""
+def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile,
+                data_s: float = 1.0, transfer_s: float = 1.0) -> set[str]:
+    """Dotted keys (or key prefixes ending in '.') the prediction for these settings never reads;
+    `data_s`/`transfer_s` are the host pipeline and batch-copy times (0: their constants unread)."""
     ks = list(kernels)
     unused = set(LAUNCH_DISPATCH) - {f"launch.{dispatch_key(settings)}"}
     classes = {k.kernel_class for k in ks}
@@ -34,14 +36,17 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
     else:
         used_levels = {lv.name for lv, _ in level_groups(settings.devices, profile.comm.levels)}
         unused |= {f"comm.levels.{lv.name}." for lv in profile.comm.levels if lv.name not in used_levels}
-    if settings.sink:
-        unused.add("host.link_gbps")           # the batch copy is prefetched by the device queue
+    if settings.sink or transfer_s <= 0:
+        unused.add("host.link_gbps")           # no copy, or the device queue prefetches it under sink
+    if data_s <= 0:
+        unused |= {"host.core_speed", "host.cores_per_device"}
     return unused
 
 
-def estimates_used(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile) -> list[dict]:
+def estimates_used(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile,
+                   data_s: float = 1.0, transfer_s: float = 1.0) -> list[dict]:
     """The estimate constants behind a prediction: key, range and reason, sorted by key."""
-    unused = unused_keys(kernels, settings, profile)
+    unused = unused_keys(kernels, settings, profile, data_s, transfer_s)
 
     def read(key: str) -> bool:
         return key not in unused and not any(u.endswith(".") and key.startswith(u) for u in unused)

@@ -120,5 +120,5 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "compute_bound_s": compute_bound, "memory_bound_s": memory_bound, "data_total_s": ht.data_s,
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
                 "profile": profile.name, "profile_hash": profile.digest,
-                "estimates": [e["key"] for e in estimates_used(ks, settings, profile)]},
+                "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)]},
     )

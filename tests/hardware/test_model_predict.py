@@ -298,8 +298,10 @@ def test_prediction_lists_the_estimates_it_reads():
     assert "launch.graph_o0_us" in one.detail["estimates"] and "launch.pynative_us" not in one.detail["estimates"]
     assert "kernel_classes.matmul" in one.detail["estimates"] and "kernel_classes.conv_forward" not in one.detail["estimates"]
     assert not any(key.startswith("comm.") for key in one.detail["estimates"])
-    eager = step(g, Settings(mode="pynative", devices=8))
+    assert "host.core_speed" not in one.detail["estimates"]          # FakeHost: no data pipeline cost
+    eager = step(g, Settings(mode="pynative", devices=8), host=FakeHost(per_sample_s=1e-4))
     assert "launch.pynative_us" in eager.detail["estimates"] and "comm.efficiency" in eager.detail["estimates"]
+    assert "host.core_speed" in eager.detail["estimates"]
     assert set(one.detail["estimates"]) <= {e.key for e in B.estimates}
     # the measured 910A tables are no estimate: only hand constants remain there
     assert not any(k.startswith("kernel_classes.") for k in step(g, profile=A).detail["estimates"])
