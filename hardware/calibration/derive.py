@@ -11,6 +11,8 @@ training step on an Ascend 910) and the datasheet sections of the profiles. For 
   core, ceil(M/16)·ceil(N/16)·ceil(K/16)·batch / cores, from the GEMM each kernel's shapes imply.
 - Vector classes (elementwise, reduction, data movement) and `memory` (the streaming traffic of
   Cube operands, fitted on all Vector kernels): bytes / (HBM bandwidth x time), over bytes moved.
+- `unaligned_<class>`: Vector kernels whose innermost dimension is not whole 32-byte blocks are
+  left out of the tables; their summed time over what the tables predict is the class's slowdown.
 - `min_kernel_us`: the median time of the kernels that move at most 4 KiB: the fixed cost of a
   kernel, taken off every measured time before its efficiency is computed (time = fixed + roofline).
 
@@ -143,15 +145,25 @@ def fit_table(rows: Iterable[Row], profile: HardwareProfile, grid: Sequence[int]
 
 
 def fit_classes(rows: Sequence[Row], profile: HardwareProfile) -> KernelClasses:
+    """The tables from the aligned kernels; then, per Vector class, the unaligned kernels' summed
+    time over what the aligned tables predict for them (the slowdown factor, at least 1)."""
     usable = [r for r in rows if r.op_type not in OPAQUE]
+    aligned = [r for r in usable if r.gemm is not None or r.aligned]
     floor = sig(weighted_median([(r.duration_us, r.count) for r in usable if r.nbytes <= FLOOR_BYTES]))
     tables = {}
     for kind in CUBE_CLASSES:
-        tables[kind] = fit_table([r for r in usable if r.kernel_class == kind], profile, TILE_GRID, floor)
+        tables[kind] = fit_table([r for r in aligned if r.kernel_class == kind], profile, TILE_GRID, floor)
     for kind in VECTOR_CLASSES:
-        tables[kind] = fit_table([r for r in usable if r.kernel_class == kind], profile, BYTES_GRID, floor)
-    tables["memory"] = fit_table([r for r in usable if r.gemm is None], profile, BYTES_GRID, floor)
-    return KernelClasses(min_kernel_us=floor, **tables)
+        tables[kind] = fit_table([r for r in aligned if r.kernel_class == kind], profile, BYTES_GRID, floor)
+    tables["memory"] = fit_table([r for r in aligned if r.gemm is None], profile, BYTES_GRID, floor)
+    factors = {f"unaligned_{kind}": 1.0 for kind in VECTOR_CLASSES}
+    draft = dataclasses.replace(profile, kernel_classes=KernelClasses(min_kernel_us=floor, **factors, **tables))
+    for kind in VECTOR_CLASSES:
+        slow = [r for r in usable if r.gemm is None and not r.aligned and r.kernel_class == kind]
+        predicted = sum(r.count * (predicted_seconds(r, draft) - floor * 1e-6) for r in slow)
+        if slow and predicted > 0:
+            factors[f"unaligned_{kind}"] = sig(max(1.0, sum(r.count * busy_seconds(r, floor) for r in slow) / predicted))
+    return KernelClasses(min_kernel_us=floor, **factors, **tables)
 
 
 def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
@@ -163,7 +175,9 @@ def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
     else:
         elements = row.outputs[0].elements if row.outputs else 1
         compute = row.flops / (vector_tflops(row.dtype, profile) * 1e12 * profile.vector.efficiency.at(elements))
-    return floor_seconds(profile) + max(compute, memory_seconds(row.nbytes, profile, kind))
+    classes = profile.kernel_classes
+    slowdown = 1.0 if row.gemm is not None or row.aligned or classes is None else classes.unaligned(kind)
+    return floor_seconds(profile) + max(compute, memory_seconds(row.nbytes, profile, kind) * slowdown)
 
 
 # --- the error report -----------------------------------------------------------------------------
@@ -232,12 +246,16 @@ def ratio_estimates(source: KernelClasses, base: HardwareProfile, chip: Hardware
         else:
             labels.append((f"kernel_classes.{kind}", 0.75, 1.25,
                            "910A fraction of bandwidth reused (same DaVinci MTE); no per-op data for this chip"))
+    factors = {f"unaligned_{kind}": source.unaligned(kind) for kind in VECTOR_CLASSES}
+    for key, value in factors.items():
+        labels.append((f"kernel_classes.{key}", sig(max(1.0, value * 0.75)), sig(value * 1.25),
+                       "910A unaligned-access slowdown reused (same 32-byte MTE/UB blocks); no per-op data for this chip"))
     floor = sig(source.min_kernel_us * base.cube.ghz / chip.cube.ghz)
     lo, hi = sorted((floor, source.min_kernel_us))
     labels.append(("kernel_classes.min_kernel_us", lo, hi,
                    f"910A floor {source.min_kernel_us:g} us x clock ratio {base.cube.ghz:g}/{chip.cube.ghz:g} GHz; "
                    "range up to the unscaled 910A floor"))
-    return KernelClasses(min_kernel_us=floor, **scaled), labels
+    return KernelClasses(min_kernel_us=floor, **factors, **scaled), labels
 
 
 # --- writing the derived block ------------------------------------------------------------------
@@ -248,6 +266,7 @@ def table_text(table: EfficiencyTable) -> str:
 
 def block_text(classes: KernelClasses, note: str, labels: Sequence[tuple[str, float, float, str]]) -> str:
     lines = [BEGIN, f"# {note}", "[kernel_classes]", f"min_kernel_us = {classes.min_kernel_us:g}"]
+    lines += [f"unaligned_{kind} = {classes.unaligned(kind):g}" for kind in VECTOR_CLASSES]
     for kind in ("memory", *CUBE_CLASSES, *VECTOR_CLASSES):
         lines.append(f"{kind} = {table_text(classes.table(kind))}")
     for key, lo, hi, reason in labels:

@@ -21,6 +21,7 @@ from hardware.model.profile import HardwareProfile
 DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
 DTYPE_BYTES = {"fp16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
+BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
 
 
@@ -58,6 +59,18 @@ class Row:
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for t in (*self.inputs, *self.outputs))
+
+    @property
+    def aligned(self) -> bool:
+        """Whether the largest tensor's innermost dimension is whole 32-byte blocks (the Ascend
+        fractal formats always are: their innermost axis is a 16-element block)."""
+        tensors = (*self.inputs, *self.outputs)
+        if not tensors:
+            return True
+        big = max(tensors, key=lambda t: t.nbytes)
+        if big.format in BLOCK_FORMATS:
+            return True
+        return (big.shape[-1] * DTYPE_BYTES[big.dtype]) % 32 == 0
 
     @property
     def dtype(self) -> str:

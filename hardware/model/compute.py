@@ -6,7 +6,8 @@ on 910A an fp32 matmul runs in fp16); everything else runs on the Vector unit. A
 `[kernel_classes]` (the Ascend ones, derived from per-op profiles by hardware.calibration.derive)
 costs each kernel by its class (hardware.model.opclass): Cube classes by the work per core in
 16x16x16 tiles, Vector classes by the bytes they move, plus a fixed device cost per kernel (the
-latency + bandwidth form: a tiny kernel costs its start-up, a large one its roofline); a profile
+latency + bandwidth form: a tiny kernel costs its start-up, a large one its roofline) and a
+slowdown for Vector kernels whose innermost dimension is not whole 32-byte blocks; a profile
 without (the fitted `cpu` one) uses one Cube table by K and one memory table. Ops sharing a
 `fusion_group` become one kernel: their FLOPs add up, the tensors passed between them never
 touch memory, and they cost one launch. On a chip whose compiler folds dtype conversion into the
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from hardware.model.opclass import CUBE_CLASSES, op_class
-from hardware.model.opgraph import Op
+from hardware.model.opgraph import DTYPE_BYTES, Op
 from hardware.model.profile import EfficiencyTable, HardwareProfile
 
 FLOAT_DTYPES = ("Float16", "BFloat16", "Float32", "Float64")
@@ -171,6 +172,28 @@ def memory_seconds(nbytes: int, profile: HardwareProfile, kernel_class: str = "e
     return nbytes / (gbps * 1e9 * traffic_table(kernel_class, profile).at(nbytes))
 
 
+BLOCK_BYTES = 32        # DaVinci data moves in 32-byte blocks (MTE transfers, Unified Buffer alignment)
+
+
+def innermost_aligned(op: Op) -> bool:
+    """Whether the op's largest tensor has an innermost dimension of whole 32-byte blocks. A 4-D
+    activation counts as aligned: Ascend keeps it as NC1HWC0, whose innermost C0 = 16 is a block."""
+    tensors = (*op.inputs, *op.outputs)
+    if not tensors:
+        return True
+    big = max(tensors, key=lambda t: t.nbytes)
+    if len(big.shape) == 4 or not big.shape:
+        return True
+    return (big.shape[-1] * DTYPE_BYTES.get(big.dtype, 4)) % BLOCK_BYTES == 0
+
+
+def unaligned_factor(group: Sequence[Op], kernel_class: str, profile: HardwareProfile) -> float:
+    classes = profile.kernel_classes
+    if classes is None or all(innermost_aligned(op) for op in group):
+        return 1.0
+    return classes.unaligned(kernel_class)
+
+
 def floor_seconds(profile: HardwareProfile) -> float:
     classes = profile.kernel_classes
     return classes.min_kernel_us * 1e-6 if classes is not None else 0.0
@@ -215,7 +238,8 @@ def make_kernel(group: Sequence[Op], profile: HardwareProfile) -> Kernel:
     kind = group_class(group)
     return Kernel(ops=tuple(group), phase=group[0].phase, unit=unit, flops=flops, bytes=nbytes,
                   compute_s=sum(compute_seconds(op, profile) for op in group),
-                  memory_s=memory_seconds(nbytes, profile, kind), kernel_class=kind,
+                  memory_s=memory_seconds(nbytes, profile, kind) * unaligned_factor(group, kind, profile),
+                  kernel_class=kind,
                   floor_s=floor_seconds(profile))
 
 

@@ -94,9 +94,14 @@ class KernelClasses:
     `python -m hardware.calibration.derive`. Cube classes are indexed by the work per core,
     ceil(M/16)·ceil(N/16)·ceil(K/16)·batch / cores, and are relative to the Cube peak of the dtype;
     Vector classes and `memory` (the traffic of Cube kernels) by the bytes a kernel moves, relative to
-    the memory bandwidth. No kernel takes less than `min_kernel_us` on the device."""
+    the memory bandwidth. Every kernel costs `min_kernel_us` on the device before its roofline time,
+    and a Vector kernel whose innermost dimension is not a whole number of 32-byte blocks (the unit
+    the DaVinci MTE and Unified Buffer move) takes `unaligned_<class>` times its aligned time."""
 
     min_kernel_us: float
+    unaligned_elementwise: float
+    unaligned_reduction: float
+    unaligned_data_movement: float
     memory: EfficiencyTable
     conv_forward: EfficiencyTable
     conv_input_grad: EfficiencyTable
@@ -109,6 +114,10 @@ class KernelClasses:
 
     def table(self, kernel_class: str) -> EfficiencyTable:
         return typing.cast(EfficiencyTable, getattr(self, kernel_class))
+
+    def unaligned(self, kernel_class: str) -> float:
+        """The time factor of an unaligned kernel of this class (1 for the Cube classes)."""
+        return float(getattr(self, f"unaligned_{kernel_class}", 1.0))
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,20 @@ def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
     assert (image_cast.inputs[0].dtype, image_cast.outputs[0].dtype) == ("fp32", "fp16")     # the AMP input cast
 
 
+def test_unaligned_kernels_get_the_measured_slowdown(rows):
+    a = load_profile("ascend910a")
+    for kind in derive.VECTOR_CLASSES:
+        assert a.kernel_classes.unaligned(kind) >= 1.0
+    assert a.kernel_classes.unaligned("matmul") == 1.0
+    odd = next(r for r in rows if r.gemm is None and not r.aligned and r.kernel_class == "data_movement"
+               and r.duration_us > 20)
+    assert odd.inputs[0].format == "DefaultFormat" or odd.outputs[0].format == "DefaultFormat"
+    fitted = [r for r in rows if (r.network, r.batch) in derive.FIT and r.gemm is None and not r.aligned
+              and r.kernel_class == "data_movement"]
+    measured = sum(r.count * r.duration_us for r in fitted) * 1e-6
+    assert sum(r.count * derive.predicted_seconds(r, a) for r in fitted) == pytest.approx(measured, rel=0.35)
+
+
 def test_monotone_pools_violators():
     assert derive.monotone([0.1, 0.3, 0.2, 0.4], [1, 1, 1, 1]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
     assert derive.monotone([0.5, 0.1], [1, 3]) == pytest.approx([0.2, 0.2])

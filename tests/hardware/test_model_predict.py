@@ -305,3 +305,20 @@ def test_prediction_lists_the_estimates_it_reads():
     assert set(one.detail["estimates"]) <= {e.key for e in B.estimates}
     # the measured 910A tables are no estimate: only hand constants remain there
     assert not any(k.startswith("kernel_classes.") for k in step(g, profile=A).detail["estimates"])
+
+
+def test_unaligned_innermost_dimension_slows_vector_kernels():
+    aligned, odd = elementwise((4096, 1024), "Float16"), elementwise((4096, 85), "Float16")   # 85 x 2 B: not 32-byte blocks
+    nchw = elementwise((32, 3, 85, 85), "Float16")                                       # 4-D: NC1HWC0 on Ascend
+    k_odd, k_ok = make_kernel([odd], B), make_kernel([aligned], B)
+    base = traffic_table("elementwise", B).at(k_odd.bytes)
+    assert k_odd.memory_s == pytest.approx(k_odd.bytes / (B.memory.l2_gbps * 1e9 * base) * B.kernel_classes.unaligned_elementwise)
+    assert k_ok.memory_s == pytest.approx(k_ok.bytes / (B.memory.l2_gbps * 1e9 * traffic_table("elementwise", B).at(k_ok.bytes)))
+    assert make_kernel([nchw], B).memory_s == pytest.approx(
+        make_kernel([nchw], B).bytes / (B.memory.l2_gbps * 1e9 * traffic_table("elementwise", B).at(make_kernel([nchw], B).bytes)))
+    assert make_kernel([odd], CPU).memory_s == pytest.approx(memory_only(odd, CPU))      # no classes: no factor
+
+
+def memory_only(op, profile):
+    from hardware.model.compute import memory_seconds
+    return memory_seconds(op.bytes, profile)
