@@ -402,8 +402,8 @@ def trans_data(t: TensorSpec, like: Op) -> Op:
 def add_layouts(ops: Sequence[Op]) -> list[Op]:
     """Insert a TransData wherever a kernel reads a tensor in another layout than its writer used.
 
-    A tensor nothing wrote is a parameter or a graph input: ND, except conv weights (kept in FRACTAL_Z).
-    Converted copies are reused until the tensor is written again."""
+    A tensor nothing wrote is a parameter or a graph input: ND, except conv weights (kept in FRACTAL_Z,
+    as are their gradients). Converted copies are reused until the tensor is written again."""
     written: dict[tuple[int, ...], str] = {}
     converted: set[tuple[tuple[int, ...], str]] = set()
     out: list[Op] = []
@@ -427,6 +427,8 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
             out.append(trans_data(t, op))
             converted.add((key, own))
         out.append(op)
+        if op.phase == "optimizer":
+            continue                             # updates parameters in place, in their own layout
         for t in op.outputs:
             if needs_layout(t):
                 key = layout_key(t)
