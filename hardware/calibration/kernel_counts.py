@@ -36,9 +36,13 @@ COMPARED = {
                  "FusionOp_Conv2DBackpropInput_ReluGradV2", "FusionOp_Conv2DBackpropInput_AddN_ReluGradV2",
                  "ReluGradV2", "MaxPoolWithArgmax", "MaxPoolGradWithArgmax", "MatMul", "FusedMulApplyMomentum",
                  "AtomicAddrClean", "TransData", "Cast"),
-    "bert-base": ("LayerNorm", "LayerNormXBackpropV2", "LayerNormBetaGammaBackpropV2", "Softmax",
-                  "FusionOp_BatchMatMul_FusedMulAdd", "BiasAddGrad", "ConfusionTransposeD", "DropoutDoMask"),
+    "bert-base": ("LayerNorm", "LayerNormXBackpropV2", "LayerNormBetaGammaBackpropV2", "Softmax", "SoftmaxGradExt",
+                  "BatchMatMul", "FusionOp_BatchMatMul_FusedMulAdd", "BiasAddGrad", "ConfusionTransposeD",
+                  "DropoutDoMask"),
 }
+# Kernel families compared as a whole: every kernel whose type is the name or starts with FusionOp_<name>_
+# (which neighbour a MatMul fuses with depends on the activation; that it is one MatMul kernel does not).
+FAMILIES = {"resnet50": ("Conv2DBackpropInput", "Conv2DBackpropFilter"), "bert-base": ("MatMul", "BatchMatMul")}
 RECIPE_ONLY = {
     "resnet50": {"FusedMulAddN": "weight decay (grad + wd * w); msbench's Momentum has none",
                  "SoftmaxCrossEntropyWithLogits": "the profiled loss kernel; msbench uses nn.CrossEntropyLoss "
@@ -46,8 +50,18 @@ RECIPE_ONLY = {
     "bert-base": {"SquareSumV1": "gradient clipping by global norm (not in msbench's recipe)",
                   "ClipByNormNoDivSum": "gradient clipping by global norm",
                   "LambApplyOptimizerAssign": "Lamb (msbench's CPU backend refuses nn.Lamb; the test uses AdamW)",
-                  "LambApplyWeightAssign": "Lamb", "SquareSumV2": "Lamb's trust ratio"},
+                  "LambApplyWeightAssign": "Lamb", "SquareSumV2": "Lamb's trust ratio",
+                  "FusionOp_MatMul_GeLU": "the profiled BERT's GeLU kernel; msbench's bert-base uses the exact GELU, "
+                                          "which MindSpore composes from Div/Erf/Add/Mul on every backend",
+                  "FusionOp_MatMul_GeLUGrad": "as FusionOp_MatMul_GeLU, in backward"},
 }
+
+
+def family_count(counts: Counter[str], family: str) -> int:
+    """Kernels of one family: plain, fused (FusionOp_<family>_...) or named (FusedDbnDw holds a filter grad)."""
+    named = {"Conv2DBackpropFilter": ("FusedDbnDw",)}.get(family, ())
+    return sum(n for t, n in counts.items()
+               if t == family or t.startswith(f"FusionOp_{family}_") or t in named)
 
 
 def read_counts(git_dir: str, case: str) -> Counter[str]:
@@ -66,6 +80,8 @@ def render(git_dir: str) -> str:
         lines += [f'["{workload}"]', f'case = "{case}"', f'path = "application_test/final_test/{case}/{case}.csv"',
                   f'recipe = "{what}"', f"kernels = {sum(counts.values())}", "", f'["{workload}".counts]']
         lines += [f'{t} = {counts[t]}' for t in COMPARED[workload]]
+        lines += ["", f'["{workload}".families]']
+        lines += [f'{f} = {family_count(counts, f)}' for f in FAMILIES[workload]]
         lines += ["", f'["{workload}".recipe_only]']
         lines += [f'{t} = {{ count = {counts[t]}, reason = "{why}" }}' for t, why in RECIPE_ONLY[workload].items()]
         lines.append("")

@@ -95,6 +95,7 @@ def analyse(graph: IrGraph) -> Analysis:
     ops: list[Op] = []
     position: dict[str, int] = {}
     last_use: dict[tuple[str, int], int] = {}     # forward output -> last backward/recompute reader
+    readers: dict[tuple[str, int], set[str]] = {}  # forward output -> the types of its backward readers
     dropped: dict[str, int] = {}
 
     backend_specs: dict[str, tuple[TensorSpec, ...]] = {}   # backend cast -> the tensor it converts
@@ -142,6 +143,7 @@ def analyse(graph: IrGraph) -> Analysis:
             for src in producers:
                 if phases[src[0]] == "forward":
                     last_use[src] = len(ops)
+                    readers.setdefault(src, set()).add(t)
         ops.append(to_op(node, phase))
 
     def size(src: tuple[str, int]) -> int:
@@ -150,10 +152,20 @@ def analyse(graph: IrGraph) -> Analysis:
 
     activation = peak_live([(position[src[0]], end, size(src)) for src, end in last_use.items()])
     weights = tuple(p for p in graph.params if p.is_weight and p.spec is not None)
+    kept: dict[tuple[str, int, str], list[int]] = {}
+    for src in last_use:
+        spec = kernels[src[0]].out_specs[src[1]] if src[1] < len(kernels[src[0]].out_specs) else None
+        entry = kept.setdefault((kernels[src[0]].type, src[1], "+".join(sorted(readers[src]))), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += size(src)
+        entry[2] += spec.elements if spec is not None else 0
     meta = {
         "ir_nodes": len(graph.nodes),
         "view_ops_dropped": dict(sorted(dropped.items())),
         "kept_tensors": len(last_use),
+        # Who keeps what: [producer type, output index, backward reader types, tensors, bytes, elements]
+        # (summed, before the peak), so a device whose kernels keep other tensors can adjust (memory.py).
+        "kept_activations": [[p, i, r, *v] for (p, i, r), v in sorted(kept.items())],
         "backend_casts": {phase: {"count": n, "bytes": b} for phase, (n, b) in sorted(backend_casts.items())},
     }
     return Analysis(tuple(ops), activation, weights, meta)

@@ -51,18 +51,18 @@ FP32 = "Float32"
 
 CONV_FAMILY = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "BNTrainingReduce",
                          "BNTrainingUpdate", "BNTrainingUpdateGrad", "BNTrainingReduceGrad", "ReLUV2",
-                         "ReluGradV2", "MaxPoolWithArgmax", "MaxPoolGradWithArgmax", "FusedDbnDw",
+                         "ReluGradV2", "MaxPoolWithArgmax", "MaxPoolGradWithArgmax",
                          "DepthwiseConv2dNative", "AvgPool", "AvgPoolGrad"})
 MATRIX_FAMILY = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
 # Kernels that run in whatever layout their first input has (elementwise, row-wise norms and softmax).
 LAYOUT_FREE = frozenset({"Add", "AddN", "Sub", "Mul", "Div", "RealDiv", "Cast", "GeLU", "GeLUGrad", "FastGeLU",
                          "FastGeLUGrad", "Tanh", "TanhGrad", "ReLU", "ReluGrad", "Sigmoid", "SigmoidGrad", "SiLU",
                          "SiLUGrad", "Softmax", "SoftmaxGrad", "SoftmaxGradExt", "LayerNorm", "LayerNormXBackpropV2",
-                         "Dropout", "DropoutGrad", "DropoutDoMask", "Transpose", "ConfusionTransposeD",
+                         "Dropout", "DropoutGrad", "DropoutDoMask", "Transpose", "ConfusionTransposeD", "ReduceSum",
                          "FusedMulAdd", "Neg", "Exp", "Sqrt", "Erf", "MaskedFill", "Select", "Maximum", "Minimum",
                          "BiasAddGrad", "LayerNormBetaGammaBackpropV2", "Square"})
 CONV_WEIGHT_READERS = frozenset({"Conv2D", "Conv2DBackpropInput", "DepthwiseConv2dNative"})
-WEIGHT_GRADS = frozenset({"Conv2DBackpropFilter", "FusedDbnDw"})   # write in the weights' FRACTAL_Z
+WEIGHT_GRADS = frozenset({"Conv2DBackpropFilter"})   # write in the weights' FRACTAL_Z
 ACTIVATIONS = frozenset({"GeLU", "FastGeLU", "Tanh", "ReLU"})
 ACTIVATION_GRADS = frozenset({"GeLUGrad", "FastGeLUGrad"})
 
@@ -116,7 +116,7 @@ def channels_of(op: Op) -> int:
     return x.shape[1] if x is not None and len(x.shape) == 4 else 1
 
 
-def stats(op: Op, channels: int, count: int) -> tuple[TensorSpec, ...]:
+def stats(channels: int, count: int) -> tuple[TensorSpec, ...]:
     return tuple(TensorSpec(FP32, (channels,)) for _ in range(count))
 
 
@@ -125,8 +125,8 @@ def split_batchnorm(op: Op) -> list[Op]:
     x, y = op.inputs[0], op.outputs[0]
     c = channels_of(op)
     reduce_flops = 2 * x.elements
-    reduce = make_op("BNTrainingReduce", op, (x,), stats(op, c, 2), reduce_flops)
-    update = make_op("BNTrainingUpdate", op, (x, *stats(op, c, 6)), (y, *stats(op, c, 4)),
+    reduce = make_op("BNTrainingReduce", op, (x,), stats(c, 2), reduce_flops)
+    update = make_op("BNTrainingUpdate", op, (x, *stats(c, 6)), (y, *stats(c, 4)),
                      max(op.flops - reduce_flops, x.elements))
     return [reduce, update]
 
@@ -135,8 +135,8 @@ def split_batchnorm_grad(op: Op) -> list[Op]:
     dy, x = op.inputs[0], op.inputs[1]
     dx = op.outputs[0]
     c = channels_of(op)
-    update = make_op("BNTrainingUpdateGrad", op, (dy, x, *stats(op, c, 2)), stats(op, c, 2), 4 * x.elements)
-    reduce = make_op("BNTrainingReduceGrad", op, (dy, x, *stats(op, c, 5)), (dx,), max(op.flops - 4 * x.elements,
+    update = make_op("BNTrainingUpdateGrad", op, (dy, x, *stats(c, 2)), stats(c, 2), 4 * x.elements)
+    reduce = make_op("BNTrainingReduceGrad", op, (dy, x, *stats(c, 5)), (dx,), max(op.flops - 4 * x.elements,
                                                                                        4 * x.elements))
     return [update, reduce]
 
@@ -147,7 +147,7 @@ def split_layernorm_grad(op: Op) -> list[Op]:
     rows = TensorSpec(FP32, (*x.shape[:-1], 1))
     dx = make_op("LayerNormXBackpropV2", op, (dy, x, rows, rows, TensorSpec(x.dtype, (d,))),
                  (op.outputs[0], x), max(op.flops * 2 // 3, 1))
-    gamma = make_op("LayerNormBetaGammaBackpropV2", op, (dy, x), op.outputs[1:3] or stats(op, d, 2),
+    gamma = make_op("LayerNormBetaGammaBackpropV2", op, (dy, x), op.outputs[1:3] or stats(d, 2),
                     max(op.flops // 3, 1))
     return [dx, gamma]
 
@@ -164,8 +164,28 @@ def relu_grad_v2(op: Op) -> list[Op]:
 
 # Same work, Ascend's kernel name (dropout's mask generation runs on the AI CPU: no AI Core kernel).
 RENAMES = {"MaxPool3DWithArgmax": "MaxPoolWithArgmax", "MaxPool3DGradWithArgmax": "MaxPoolGradWithArgmax",
-           "SoftmaxGrad": "SoftmaxGradExt", "Dropout": "DropoutDoMask", "DropoutGrad": "DropoutDoMask",
-           "Transpose": "ConfusionTransposeD"}
+           "Dropout": "DropoutDoMask", "DropoutGrad": "DropoutDoMask", "Transpose": "ConfusionTransposeD"}
+# Primitives the CPU backend has no kernel for and expands into basic ops (scope "Expand/_<name>"); Ascend
+# runs each as one kernel of its own.
+EXPANDED = {"Expand/_SoftmaxBackward": "SoftmaxGrad"}
+
+
+def collapse_expansions(ops: Sequence[Op]) -> list[Op]:
+    """One Ascend kernel for each run of ops that the CPU backend expanded from one primitive."""
+    out: list[Op] = []
+    for op in ops:
+        name = EXPANDED.get(op.scope)
+        prev = out[-1] if out else None
+        if name and prev is not None and prev.scope == op.scope and prev.fusion_group is None \
+                and op.fusion_group is None and prev.phase == op.phase:
+            ins = prev.inputs + tuple(t for t in op.inputs if t not in prev.outputs)
+            out[-1] = make_op(name, prev, ins, op.outputs, prev.flops + op.flops,
+                              nbytes=spec_bytes(ins + op.outputs))
+        elif name and op.fusion_group is None:
+            out.append(replace(op, type=name))
+        else:
+            out.append(op)
+    return out
 
 
 def ascend_kernels(op: Op) -> list[Op]:
@@ -249,6 +269,16 @@ def fold_casts(ops: list[Op]) -> list[Op]:
 
 
 # --------------------------------------------------------------------- 3. buffer fusion (jit O2)
+def same_tensor(a: TensorSpec, b: TensorSpec) -> bool:
+    """Whether `b` can be `a` seen through a reshape (Reshape/Flatten are no kernels, so the op list
+    shows a (B*T, D) matmul output read as (B, T, D)): same dtype, element count and last axis."""
+    return a == b or (a.dtype == b.dtype and a.elements == b.elements and a.shape[-1:] == b.shape[-1:])
+
+
+def reads(op: Op, t: TensorSpec) -> bool:
+    return any(same_tensor(t, x) for x in op.inputs)
+
+
 def reader(ops: Sequence[Op], i: int, types: Iterable[str], tensor: TensorSpec | None = None) -> int | None:
     """Index of the next op within the window of one of `types` reading `tensor` (default: ops[i]'s output)."""
     wanted = set(types)
@@ -256,15 +286,15 @@ def reader(ops: Sequence[Op], i: int, types: Iterable[str], tensor: TensorSpec |
     if t is None:
         return None
     for j in range(i + 1, min(len(ops), i + 1 + WINDOW)):
-        if ops[j].type in wanted and t in ops[j].inputs and ops[j].fusion_group is None:
+        if ops[j].type in wanted and reads(ops[j], t) and ops[j].fusion_group is None:
             return j
     return None
 
 
 def merged(type_: str, first: Op, second: Op, unit: str | None = None) -> Op:
     """One graph-level fused kernel out of two (its intermediate tensor stays on chip)."""
-    inner = [t for t in first.outputs if t in second.inputs][:1]
-    ins = first.inputs + tuple(t for t in second.inputs if t not in inner)
+    inner = [t for t in first.outputs if reads(second, t)][:1]
+    ins = first.inputs + tuple(t for t in second.inputs if not (inner and same_tensor(inner[0], t)))
     outs = tuple(t for t in first.outputs if t not in inner) + second.outputs
     nbytes = max(first.bytes + second.bytes - 2 * spec_bytes(inner), spec_bytes(outs))
     return make_op(type_, first, ins, outs, first.flops + second.flops,
@@ -319,14 +349,14 @@ def graph_fusions(ops: list[Op]) -> list[Op]:
             j = reader(out, i, ("BiasAdd",))
             if j is not None:
                 pair = (j, op.type, "cube")
-        elif op.type == "BNTrainingReduceGrad":
-            j = reader(out, i, ("Conv2DBackpropFilter",))
-            if j is not None and dbn_dw_fuses(out[j]):
-                pair = (j, "FusedDbnDw", "cube")
         elif op.type == "Mul" and op.phase == "forward":
             j = reader(out, i, ("Add",))
             if j is not None and op.outputs and len(op.outputs[0].shape) >= 3:
                 pair = (j, "FusedMulAdd", None)
+        elif op.type == "SoftmaxGrad":
+            j = reader(out, i, ("Mul",))
+            if j is not None:
+                pair = (j, "SoftmaxGradExt", None)
         elif op.type == "Mul" and op.phase == "optimizer":
             j = reader(out, i, ("ApplyMomentum",))
             if j is not None:
@@ -351,6 +381,10 @@ def buffer_fusion(ops: list[Op]) -> list[Op]:
             j = reader(out, i, ("BNTrainingReduce",))
             if j is not None:
                 groups.tag(out, (i, j))
+        elif t == "BNTrainingReduceGrad":
+            j = reader(out, i, ("Conv2DBackpropFilter",))
+            if j is not None and dbn_dw_fuses(out[j]):
+                groups.tag(out, (i, j))
         elif t in ("BNTrainingUpdate", "Conv2DBackpropInput"):
             chain = chain_to(out, i, "ReLUV2" if t == "BNTrainingUpdate" else "ReluGradV2",
                              "Add" if t == "BNTrainingUpdate" else "AddN")
@@ -360,7 +394,7 @@ def buffer_fusion(ops: list[Op]) -> list[Op]:
             j = reader(out, i, ACTIVATIONS | {"FusedMulAdd"})
             if j is not None:
                 groups.tag(out, (i, j))
-        elif t in MATRIX_FAMILY and op.phase == "backward":
+        elif t == "MatMul" and op.phase in ("backward", "recompute"):
             j = reader(out, i, ACTIVATION_GRADS | {"AddN", "Mul"})
             if j is not None:
                 groups.tag(out, (i, j))
@@ -387,6 +421,12 @@ def needs_layout(t: TensorSpec) -> bool:
 def layout_key(t: TensorSpec) -> tuple[int, ...]:
     """A tensor, its views (ExpandDims/Squeeze are no kernels) and its casts share one layout."""
     return tuple(d for d in t.shape if d != 1)
+
+
+def pad_channels(op: Op) -> Op:
+    """An NC1HWC0 kernel moves its NCHW tensors with their channels padded to 16 (the stem's 3 -> 16)."""
+    extra = sum(padded(t).nbytes - t.nbytes for t in (*op.inputs, *op.outputs))
+    return replace(op, bytes=op.bytes + extra) if extra else op
 
 
 def trans_data(t: TensorSpec, like: Op) -> Op:
@@ -426,7 +466,7 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
                 continue
             out.append(trans_data(t, op))
             converted.add((key, own))
-        out.append(op)
+        out.append(pad_channels(op) if own == "5HD" else op)
         if op.phase == "optimizer":
             continue                             # updates parameters in place, in their own layout
         for t in op.outputs:
@@ -441,7 +481,7 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
 def accumulates(op: Op, cores: int) -> TensorSpec | None:
     """The output a kernel's cores accumulate into with atomic adds (it must be zeroed first), if any."""
     t = op.type
-    if t in ("Conv2DBackpropFilter", "FusedDbnDw") and op.outputs:
+    if t == "Conv2DBackpropFilter" and op.outputs:
         return op.outputs[-1]
     if t == "BNTrainingReduce" and op.outputs:
         return op.outputs[0]
@@ -470,7 +510,7 @@ def add_atomic_cleans(ops: Sequence[Op], cores: int) -> list[Op]:
 
 # ------------------------------------------------------------------------------------ the pass
 def lower_ops(ops: Sequence[Op], rules: Lowering) -> list[Op]:
-    out = [k for op in ops for k in ascend_kernels(op)]
+    out = [k for op in collapse_expansions(ops) for k in ascend_kernels(op)]
     if rules.fold_casts:
         out = fold_casts(out)
     if rules.buffer_fusion:
@@ -490,11 +530,16 @@ def lower(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> OpGra
     return dataclasses.replace(graph, ops=ops, meta=meta)
 
 
+# Fused kernels the profiler names by their own kernel rather than FusionOp_<members>.
+NAMED_FUSIONS = {("BNTrainingReduceGrad", "Conv2DBackpropFilter"): "FusedDbnDw"}
+
+
 def kernel_type(group: Sequence[Op]) -> str:
     """The profiler's name of a launched kernel: the op's type, or FusionOp_<types> for a fused group."""
     if len(group) == 1:
         return group[0].type
-    return "FusionOp_" + "_".join(op.type for op in group)
+    types = tuple(op.type for op in group)
+    return NAMED_FUSIONS.get(types, "FusionOp_" + "_".join(types))
 
 
 def kernel_counts(ops: Iterable[Op]) -> Counter[str]:

@@ -88,8 +88,8 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
 
 
 def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> Prediction:
-    graph = lower(graph, settings, profile)
-    ks = kernels(graph.ops, profile)
+    lowered = lower(graph, settings, profile)
+    ks = kernels(lowered.ops, profile)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
     ht = host_time(ks, settings, profile, host, samples, epoch_steps)

@@ -93,8 +93,8 @@ def test_folded_cast_leaves_the_narrow_tensor():
     assert next(o for o in lowered if o.type == "BNTrainingReduce").inputs[0] == x
 
 
-def profile_counts(workload: str) -> dict[str, int]:
-    return tomllib.loads(COUNTS.read_text())[workload]["counts"]
+def profile_table(workload: str) -> dict:
+    return tomllib.loads(COUNTS.read_text())[workload]
 
 
 @pytest.mark.slow
@@ -107,6 +107,52 @@ def test_lowered_step_matches_the_profiled_kernel_counts(workload, knobs):
     from hardware.model.graph import extract_graph
 
     settings = make_settings({**knobs, "mode": "graph", "jit_level": "O2"})
+    from hardware.calibration.kernel_counts import family_count
+
     counts = kernel_counts(lower(extract_graph(workload, "full", {}, settings), settings, NPU).ops)
-    for kind, expected in profile_counts(workload).items():
+    table = profile_table(workload)
+    for kind, expected in table["counts"].items():
         assert counts[kind] == pytest.approx(expected, rel=0.10), kind
+    for family, expected in table["families"].items():
+        assert family_count(counts, family) == pytest.approx(expected, rel=0.10), family
+
+
+# --- memory: what Ascend's kernels keep for backward ----------------------------------------------
+def kept_graph(entries, activations):
+    return graph([], activations=activations, kept_activations=entries)
+
+
+def test_relu_and_dropout_keep_bitmasks_on_npu():
+    from hardware.model.memory import kept_activations
+
+    mib = 2**20
+    entries = [["ReLU", 0, "ReluGrad", 1, 4 * mib, mib],                         # only its gradient reads it
+               ["ReLU", 0, "Conv2DBackpropFilter+ReluGrad", 1, 4 * mib, mib],   # the next conv's dW reads it too
+               ["Dropout", 1, "DropoutGrad", 1, 2 * mib, mib],                   # an fp16 mask
+               ["Conv2D", 0, "BatchNormGrad", 1, 2 * mib, mib]]                  # unchanged
+    g = kept_graph(entries, activations=12 * mib)
+    mask = mib // 8
+    assert kept_activations(g, CPU) == 12 * mib
+    assert kept_activations(g, NPU) == 12 * mib - 4 * mib - 2 * mib + 3 * mask
+
+
+def test_bitmask_saving_scales_to_the_peak():
+    from hardware.model.memory import bitmask_delta
+
+    entries = [["ReLU", 0, "ReluGrad", 2, 8 * 2**20, 2**21]]                      # two micro-batches summed
+    assert bitmask_delta(kept_graph(entries, activations=4 * 2**20)) == -(8 * 2**20 - 2**18) // 2
+
+
+@pytest.mark.slow
+def test_extraction_records_who_keeps_what():
+    """The real resnet50/tiny step: ReLU outputs are kept for ReluGrad (and the next weight gradient), and
+    the NPU keeps fewer bytes than the CPU backend once the last ReLU's output becomes a mask."""
+    from hardware.model.graph import extract_graph
+    from hardware.model.memory import bitmask_delta
+
+    g = extract_graph("resnet50", "tiny", {}, Settings())
+    entries = g.meta["kept_activations"]
+    assert sum(e[4] for e in entries) >= g.activation_bytes
+    relu = {e[2] for e in entries if e[0] == "ReLU" and e[1] == 0}
+    assert "ReluGrad" in relu and any("Conv2DBackpropFilter" in r for r in relu)
+    assert bitmask_delta(g) < 0
