@@ -25,7 +25,14 @@ hardware/calibration/ascend_kernel_counts.toml):
   28x28 and more, any conv at 56x56 and more); MatMul + BiasAdd (+ GeLU/Tanh/ReLU); BatchMatMul +
   Mul + Add (FusedMulAdd); MatMul + GeLUGrad / AddN / the gradient-unscale Mul; Mul + ApplyMomentum
   as FusedMulApplyMomentum. At O0/O1 these stay separate kernels (O1's graph-kernel fusion is
-  `fusion.py`'s, applied before this pass).
+  `fusion.py`'s, applied before this pass). MindSpore's docs: "O0: except for optimizations that may
+  affect functionality, all other optimizations are turned off, KernelByKernel; O1: common optimizations
+  and automatic operator fusion, KernelByKernel; O2: ultimate performance optimization, Sink"
+  (mindspore.JitConfig). estimate: the O0/O1 kernel set is the TBE library's of these 910 profiles;
+  MindSpore 2.x runs many kernel-by-kernel ops through ACLNN (on 910B), whose kernels no public profile
+  here shows.
+- primitives the CPU backend expands into basic ops (scope `Expand/_SoftmaxBackward`) are one Ascend
+  kernel each; dropout is DropoutGenMask (AI CPU, not an AI Core kernel) + DropoutDoMask.
 
 Fused kernels are ops sharing a `fusion_group` (compute.py makes a group one kernel); the kernel
 type of a group is `FusionOp_<member types>`, the profiler's name. Data flow is matched on tensor
