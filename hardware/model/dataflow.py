@@ -74,6 +74,13 @@ def is_backend_cast(node: IrNode) -> bool:
     return node.type == "Cast" and "is_backend_cast: Bool(1)" in node.attrs
 
 
+def tuple_index(text: str) -> int:
+    """The index argument of a TupleGetItem as the dump writes it: `I64(1)` (the last integer; stripping
+    the non-digits would read `I64(1)` as 641 and select every output)."""
+    numbers = re.findall(r"\d+", text)
+    return int(numbers[-1]) if numbers else 0
+
+
 def phase_of_sources(phases: dict[str, str], srcs: Iterable[tuple[str, int]]) -> str:
     return max((phases.get(k, "forward") for k, _ in srcs), key=PHASE_RANK.__getitem__, default="forward")
 
@@ -119,7 +126,7 @@ def analyse(graph: IrGraph) -> Analysis:
         if any(a in backend_specs for a in node.args):
             node = replace(node, in_specs=tuple(backend_specs.get(a or "", spec) for a, spec in zip(node.args, node.in_specs)))
         if t == "TupleGetItem" and node.args:
-            idx = int(re.sub(r"\D", "", node.consts[1]) or 0) if len(node.consts) > 1 else 0
+            idx = tuple_index(node.consts[1]) if len(node.consts) > 1 else 0
             src = sources(node.args[0])
             values[node.key] = (src[idx],) if idx < len(src) else src
             continue
