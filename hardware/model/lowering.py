@@ -474,8 +474,8 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
             out.append(trans_data(t, op))
             converted.add((key, own))
         out.append(pad_channels(op) if own == "5HD" else op)
-        if op.phase == "optimizer":
-            continue                             # updates parameters in place, in their own layout
+        if op.phase == "optimizer" and layout_class(op) == "ND":
+            continue                             # an update writes the parameter in place, in its own layout
         for t in op.outputs:
             if needs_layout(t):
                 key = layout_key(t)
@@ -494,7 +494,9 @@ def accumulates(op: Op, cores: int) -> TensorSpec | None:
         return op.outputs[0]
     if t == "BNTrainingUpdateGrad" and op.outputs and math.ceil(channels_of(op) / C0) < cores:
         return op.outputs[0]
-    if t in ("ReduceSum", "ReduceMean", "UnsortedSegmentSum") and op.outputs and op.inputs \
+    if t == "UnsortedSegmentSum" and op.outputs:            # a scatter-add into the (embedding) gradient
+        return op.outputs[0]
+    if t in ("ReduceSum", "ReduceMean") and op.outputs and op.inputs \
             and op.inputs[0].elements > cores * 1024 and op.outputs[0].elements < cores:
         return op.outputs[0]
     return None
