@@ -69,6 +69,7 @@ LAYOUT_FREE = frozenset({"Add", "AddN", "Sub", "Mul", "Div", "RealDiv", "Cast", 
                          "FusedMulAdd", "Neg", "Exp", "Sqrt", "Erf", "MaskedFill", "Select", "Maximum", "Minimum",
                          "BiasAddGrad", "LayerNormBetaGammaBackpropV2", "Square"})
 CONV_WEIGHT_READERS = frozenset({"Conv2D", "Conv2DBackpropInput", "DepthwiseConv2dNative"})
+LAYOUTS = ("ND", "5HD", "NZ")
 WEIGHT_GRADS = frozenset({"Conv2DBackpropFilter"})   # write in the weights' FRACTAL_Z
 ACTIVATIONS = frozenset({"GeLU", "FastGeLU", "Tanh", "ReLU"})
 ACTIVATION_GRADS = frozenset({"GeLUGrad", "FastGeLUGrad"})
@@ -450,9 +451,13 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
     """Insert a TransData wherever a kernel reads a tensor in another layout than its writer used.
 
     A tensor nothing wrote is a parameter or a graph input: ND, except conv weights (kept in FRACTAL_Z,
-    as are their gradients). Converted copies are reused until the tensor is written again."""
+    as are their gradients). A kernel reads the latest tensor of its shape, and a converted copy serves
+    every later reader until that shape is written again. The optimizer is the exception: it reads the
+    gradients backward wrote long before, many of one shape (48 of BERT-base's are 768x768), so each
+    gradient written in a layout the update cannot read is converted once (`Gradients`)."""
     written: dict[tuple[int, ...], str] = {}
     converted: set[tuple[tuple[int, ...], str]] = set()
+    grads = Gradients()
     out: list[Op] = []
     for op in ops:
         own = layout_class(op)
@@ -469,10 +474,14 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
             if layout_class(op) == "ANY" and t.elements < size:
                 continue                         # a broadcast operand is read as it is
             have = written.get(key, "ND")
+            if op.phase == "optimizer" and grads.take(key, own):
+                out.append(trans_data(t, op))
+                continue
             if have in (own, "WEIGHT") or (key, own) in converted:
                 continue
             out.append(trans_data(t, op))
             converted.add((key, own))
+            grads.take(key, own)
         out.append(pad_channels(op) if own == "5HD" else op)
         if op.phase == "optimizer" and layout_class(op) == "ND":
             continue                             # an update writes the parameter in place, in its own layout
@@ -481,7 +490,31 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
                 key = layout_key(t)
                 written[key] = "WEIGHT" if op.type in WEIGHT_GRADS else own
                 converted.difference_update({(key, "ND"), (key, "5HD"), (key, "NZ")})
+                if op.phase in ("backward", "optimizer") and not any(layout_key(x) == key for x in op.inputs):
+                    grads.add(key, written[key])
     return out
+
+
+class Gradients:
+    """Gradients written in backward and not yet converted for the optimizer, per (shape, layout needed).
+    A kernel that reads and writes one shape (the unscale Mul) transforms a gradient: not a new one."""
+
+    def __init__(self) -> None:
+        self.pending: Counter[tuple[tuple[int, ...], str]] = Counter()
+
+    def add(self, key: tuple[int, ...], layout: str) -> None:
+        if layout == "WEIGHT":
+            return
+        for other in LAYOUTS:
+            if other != layout:
+                self.pending[(key, other)] += 1
+
+    def take(self, key: tuple[int, ...], layout: str) -> bool:
+        """Whether a gradient of this shape still needs converting to `layout` (and count it done)."""
+        if self.pending[(key, layout)] <= 0:
+            return False
+        self.pending[(key, layout)] -= 1
+        return True
 
 
 # ------------------------------------------------------------------------------ 5. atomic cleans
