@@ -476,6 +476,7 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
             have = written.get(key, "ND")
             if op.phase == "optimizer" and grads.take(key, own):
                 out.append(trans_data(t, op))
+                converted.add((key, own))
                 continue
             if have in (own, "WEIGHT") or (key, own) in converted:
                 continue

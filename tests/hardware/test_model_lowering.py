@@ -158,3 +158,15 @@ def test_extraction_records_who_keeps_what():
     only_grad = sum(e[4] for e in relu if e[2] == "ReluGrad")
     assert only_grad > 0 and any("Conv2DBackpropFilter" in e[2] for e in relu)
     assert -only_grad < bitmask_delta(g) <= sum(e[4] for e in relu) / 32
+
+
+def test_each_matmul_gradient_is_converted_once_for_the_optimizer():
+    """Two same-shaped weight gradients (written FRACTAL_NZ by their MatMuls) read by a plain-layout
+    update each: two TransData, and a second update of the same gradients converts nothing more."""
+    x, dy, dw = t(64, 32), t(64, 32), t(32, 32)
+    back = [op("MatMul", (x, dy), (dw,), "backward", "cube") for _ in range(2)]
+    update = [op("ApplyMomentum", (dw,), (dw,), "optimizer") for _ in range(4)]
+    lowered = lower(graph(back + update), O0, NPU).ops
+    trans = [i for i, o in enumerate(lowered) if o.type == "TransData"]
+    optimizer_trans = [i for i in trans if lowered[i + 1].type == "ApplyMomentum"]
+    assert len(optimizer_trans) == 2
