@@ -565,7 +565,7 @@ def lower_ops(ops: Sequence[Op], rules: Lowering) -> list[Op]:
 def lower(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> OpGraph:
     """The step as the profile's chip runs it; the graph unchanged where the chip is not an NPU."""
     rules = lowering_for(settings, profile)
-    if rules is None:
+    if rules is None or "lowering" in graph.meta:       # not an NPU, or lowered already
         return graph
     ops = tuple(lower_ops(graph.ops, rules))
     meta = {**graph.meta, "lowering": {"chip": profile.name, "buffer_fusion": rules.buffer_fusion,

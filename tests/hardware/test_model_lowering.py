@@ -51,6 +51,11 @@ def test_o2_fuses_conv_bn_relu_and_their_gradients_as_the_profile():
     assert "BatchNorm" not in counts and "ReLU" not in counts
 
 
+def test_lowering_twice_changes_nothing():
+    once = lower(graph(conv_bn_relu_step()), O2, NPU)
+    assert lower(once, O2, NPU) is once
+
+
 def test_o0_splits_but_does_not_fuse():
     counts = kernel_counts(lower(graph(conv_bn_relu_step()), O0, NPU).ops)
     assert not [k for k in counts if k.startswith("FusionOp_") or k.startswith("Fused")]
