@@ -11,7 +11,8 @@ slowdown for Vector kernels whose innermost dimension is not whole 32-byte block
 without (the fitted `cpu` one) uses one Cube table by K and one memory table. Ops sharing a
 `fusion_group` become one kernel: their FLOPs add up, the tensors passed between them never
 touch memory, and they cost one launch. On a chip whose compiler folds dtype conversion into the
-neighbouring kernels (`precision.fuses_casts`, Ascend), a Cast is no kernel at all.
+neighbouring kernels (`precision.fuses_casts`, Ascend), the lowering pass (lowering.py) has already
+removed the Casts it folds; the Casts left are kernels.
 """
 
 from __future__ import annotations
@@ -259,10 +260,6 @@ def group_ops(ops: Iterable[Op]) -> list[list[Op]]:
     return groups
 
 
-def absorbed(op: Op, profile: HardwareProfile) -> bool:
-    """A Cast the device compiler folds into its neighbour (its consumer converts while loading)."""
-    return op.type == "Cast" and profile.precision.fuses_casts
-
-
 def kernels(ops: Iterable[Op], profile: HardwareProfile) -> list[Kernel]:
-    return [make_kernel(group, profile) for group in group_ops(op for op in ops if not absorbed(op, profile))]
+    """One Kernel per launched kernel (the ops are the device's: `lowering.lower` for an NPU)."""
+    return [make_kernel(group, profile) for group in group_ops(ops)]

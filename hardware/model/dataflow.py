@@ -74,6 +74,13 @@ def is_backend_cast(node: IrNode) -> bool:
     return node.type == "Cast" and "is_backend_cast: Bool(1)" in node.attrs
 
 
+def tuple_index(text: str) -> int:
+    """The index argument of a TupleGetItem as the dump writes it: `I64(1)` (the last integer; stripping
+    the non-digits would read `I64(1)` as 641 and select every output)."""
+    numbers = re.findall(r"\d+", text)
+    return int(numbers[-1]) if numbers else 0
+
+
 def phase_of_sources(phases: dict[str, str], srcs: Iterable[tuple[str, int]]) -> str:
     return max((phases.get(k, "forward") for k, _ in srcs), key=PHASE_RANK.__getitem__, default="forward")
 
@@ -95,6 +102,7 @@ def analyse(graph: IrGraph) -> Analysis:
     ops: list[Op] = []
     position: dict[str, int] = {}
     last_use: dict[tuple[str, int], int] = {}     # forward output -> last backward/recompute reader
+    readers: dict[tuple[str, int], set[str]] = {}  # forward output -> the types of its backward readers
     dropped: dict[str, int] = {}
 
     backend_specs: dict[str, tuple[TensorSpec, ...]] = {}   # backend cast -> the tensor it converts
@@ -118,7 +126,7 @@ def analyse(graph: IrGraph) -> Analysis:
         if any(a in backend_specs for a in node.args):
             node = replace(node, in_specs=tuple(backend_specs.get(a or "", spec) for a, spec in zip(node.args, node.in_specs)))
         if t == "TupleGetItem" and node.args:
-            idx = int(re.sub(r"\D", "", node.consts[1]) or 0) if len(node.consts) > 1 else 0
+            idx = tuple_index(node.consts[1]) if len(node.consts) > 1 else 0
             src = sources(node.args[0])
             values[node.key] = (src[idx],) if idx < len(src) else src
             continue
@@ -142,6 +150,7 @@ def analyse(graph: IrGraph) -> Analysis:
             for src in producers:
                 if phases[src[0]] == "forward":
                     last_use[src] = len(ops)
+                    readers.setdefault(src, set()).add(t)
         ops.append(to_op(node, phase))
 
     def size(src: tuple[str, int]) -> int:
@@ -150,10 +159,20 @@ def analyse(graph: IrGraph) -> Analysis:
 
     activation = peak_live([(position[src[0]], end, size(src)) for src, end in last_use.items()])
     weights = tuple(p for p in graph.params if p.is_weight and p.spec is not None)
+    kept: dict[tuple[str, int, str], list[int]] = {}
+    for src in last_use:
+        spec = kernels[src[0]].out_specs[src[1]] if src[1] < len(kernels[src[0]].out_specs) else None
+        entry = kept.setdefault((kernels[src[0]].type, src[1], "+".join(sorted(readers[src]))), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += size(src)
+        entry[2] += spec.elements if spec is not None else 0
     meta = {
         "ir_nodes": len(graph.nodes),
         "view_ops_dropped": dict(sorted(dropped.items())),
         "kept_tensors": len(last_use),
+        # Who keeps what: [producer type, output index, backward reader types, tensors, bytes, elements]
+        # (summed, before the peak), so a device whose kernels keep other tensors can adjust (memory.py).
+        "kept_activations": [[p, i, r, *v] for (p, i, r), v in sorted(kept.items())],
         "backend_casts": {phase: {"count": n, "bytes": b} for phase, (n, b) in sorted(backend_casts.items())},
     }
     return Analysis(tuple(ops), activation, weights, meta)

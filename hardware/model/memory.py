@@ -11,11 +11,17 @@ recompute and AMP dtypes are already applied). Backward frees them as it produce
 the dynamic peak is max(activations, gradients), not their sum. Where the device compiler fuses
 Cast into its neighbours (Ascend's buffer fusion: no activation-sized standalone Cast kernels in
 An et al.'s per-op profiles), an up-cast copy kept for backward is stored at its source width.
+Ascend's kernels keep a bitmask where the CPU backend's keep a tensor (lowering.py): ReLUV2 writes one
+bit per element that ReluGradV2 reads instead of the ReLU output, and DropoutGenMask one bit per element
+that DropoutDoMask reads instead of the CPU's input-sized mask. A ReLU output that another backward
+kernel reads too (the next convolution's weight gradient) stays. BatchNorm keeps what both backends'
+gradients read (BNTrainingUpdateGrad/BatchNormGrad: the input and the batch statistics), so no change.
 The runtime adds workspace, the data-sink queue, and allocator fragmentation on top.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hardware.model.opgraph import OpGraph
@@ -80,10 +86,36 @@ def fused_upcast_bytes(graph: OpGraph) -> int:
     return saved
 
 
+# (producer type, output index) of a CPU kernel -> the backward kernel that reads it, where Ascend keeps a
+# one-bit-per-element mask for that reader instead (ReLUV2's mask, DropoutGenMask's mask).
+BITMASKED = {("ReLU", 0): "ReluGrad", ("Dropout", 1): "DropoutGrad"}
+
+
+def bitmask_delta(graph: OpGraph) -> int:
+    """Bytes an NPU keeps more (negative: fewer) than the CPU backend for the BITMASKED tensors, from the
+    extraction's `kept_activations` (summed over the step; scaled to the peak, which with gradient
+    accumulation is one micro-batch's share)."""
+    entries = graph.meta.get("kept_activations") or []
+    total = sum(int(e[4]) for e in entries)
+    if total <= 0:
+        return 0
+    delta = 0
+    for producer, index, readers, _count, nbytes, elements in entries:
+        grad = BITMASKED.get((producer, index))
+        if grad is None or grad not in readers.split("+"):
+            continue
+        delta += math.ceil(int(elements) / 8) - (int(nbytes) if readers == grad else 0)
+    return round(delta * min(graph.activation_bytes / total, 1.0))
+
+
 def kept_activations(graph: OpGraph, profile: HardwareProfile) -> int:
+    """The forward outputs the device keeps for backward (`graph` as extracted: the CPU backend's kernels)."""
+    kept = graph.activation_bytes
     if profile.precision.fuses_casts:
-        return max(graph.activation_bytes - fused_upcast_bytes(graph), 0)
-    return graph.activation_bytes
+        kept -= fused_upcast_bytes(graph)
+    if profile.profile.kind == "npu":
+        kept += bitmask_delta(graph)
+    return max(kept, 0)
 
 
 def estimate_memory(graph: OpGraph, settings: Settings, profile: HardwareProfile,

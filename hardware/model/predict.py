@@ -7,6 +7,7 @@ Step time = device kernels with their dispatch (compute.py, host_time.py)
           + per-step round trip and batch copy (host_time.py)
           + the gradient all-reduce that backward does not hide (comm.py)
           + the data pipeline time that does not overlap the rest (host_time.py).
+On an NPU profile the graph is first lowered to the kernels that chip launches (lowering.py).
 The graph is the whole compiled step: every micro-batch of gradient accumulation, the recompute
 forward and the optimizer are already ops in it, so nothing is multiplied here.
 """
@@ -21,6 +22,7 @@ from hardware.model.comm import gradient_allreduce
 from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
 from hardware.model.estimates import estimates_used
 from hardware.model.host_time import HostCostLike, host_time
+from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
 from hardware.model.profile import HardwareProfile
@@ -87,7 +89,8 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
 
 
 def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> Prediction:
-    ks = kernels(graph.ops, profile)
+    lowered = lower(graph, settings, profile)
+    ks = kernels(lowered.ops, profile)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
     ht = host_time(ks, settings, profile, host, samples, epoch_steps)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.model.dataflow import analyse, peak_live
+from hardware.model.dataflow import analyse, peak_live, tuple_index
 from hardware.model.extract import DUMP_PASS, child_env, dump_env
 from hardware.model.ir import parse_abstract, read_dumps, split_args, split_abstracts
 from hardware.model.opgraph import TensorSpec
@@ -87,6 +87,19 @@ def test_args_with_nested_constants():
 def test_peak_live_counts_overlap_only():
     assert peak_live([(0, 5, 10), (1, 3, 5), (4, 6, 7)]) == 17
     assert peak_live([]) == 0
+
+
+def test_tuple_index_reads_the_typed_constant():
+    assert tuple_index("I64(1)") == 1 and tuple_index("I64(0)") == 0 and tuple_index("3") == 3
+
+
+@pytest.mark.slow
+def test_only_the_outputs_backward_reads_are_kept(dumps):
+    """BatchNormGrad reads the batch statistics (TupleGetItem 3, 4), not the normalised output (0), which
+    only the forward ReLU reads: the output is no kept activation."""
+    kept = analyse(read_dumps(dumps["plain"])).meta["kept_activations"]
+    bn = {index for producer, index, *_ in kept if producer == "BatchNorm"}
+    assert bn and 0 not in bn
 
 
 @pytest.mark.slow

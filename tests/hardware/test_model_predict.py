@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hardware.model.comm import allreduce_seconds, gradient_allreduce, level_groups
 from hardware.model.compute import (cube_efficiency, gemm_dims, gemm_shape, kernels, make_kernel, tiles_per_core,
                                     traffic_table)
+from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.predict import canonical, predict
 from hardware.model.profile import load_profile
@@ -92,8 +93,10 @@ def test_elementwise_is_memory_bound_and_scales_with_bytes():
 
 
 def test_cast_is_folded_on_ascend_and_a_kernel_on_cpu():
-    ops = [elementwise((1024, 1024), kind="Cast"), elementwise((1024, 1024))]
-    assert len(kernels(ops, B)) == 1 and len(kernels(ops, CPU)) == 2
+    ops = [elementwise((1024, 1024)), elementwise((1024, 1024), kind="Cast"), elementwise((1024, 1024))]
+    settings = Settings()
+    assert len(kernels(lower(graph(ops), settings, B).ops, B)) == 2
+    assert len(kernels(lower(graph(ops), settings, CPU).ops, CPU)) == 3
 
 
 def test_fusion_removes_intermediate_traffic_and_launches():
@@ -175,7 +178,7 @@ def test_gradient_accumulation_is_in_the_graph_not_multiplied():
     two = dataclasses.replace(one, grad_accum=2,
                               ops=tuple(op for op in one.ops if op.phase != "optimizer") * 2
                               + tuple(op for op in one.ops if op.phase == "optimizer"))
-    p1, p2 = step(one), step(two)
+    p1, p2 = step(one, profile=CPU), step(two, profile=CPU)      # the CPU's kernels: no lowering pass
     assert p2.breakdown["forward"] == pytest.approx(2 * p1.breakdown["forward"])
     assert p2.breakdown["optimizer"] == pytest.approx(p1.breakdown["optimizer"])
     assert p2.detail["samples_per_step"] == 2 * p1.detail["samples_per_step"]
@@ -184,7 +187,7 @@ def test_gradient_accumulation_is_in_the_graph_not_multiplied():
 def test_recompute_ops_are_timed_once():
     fwd = matmul(256, 1024, 1024)
     g = graph([fwd, dataclasses.replace(fwd, phase="recompute")])
-    p = step(g)
+    p = step(g, profile=CPU)                                      # the CPU's kernels: no lowering pass
     assert p.breakdown["recompute"] == pytest.approx(p.breakdown["forward"])
     assert p.detail["model_flops"] == fwd.flops          # MFU counts useful work only
 
