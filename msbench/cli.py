@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/validation")
     p.add_argument("--json", action="store_true")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
 
     p = sub.add_parser("report", help="tables and plots from records (and asv results)")
     p.add_argument("inputs", nargs="+", help="run files or directories")

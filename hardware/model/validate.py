@@ -179,7 +179,7 @@ def published_command(args: argparse.Namespace) -> int:
     from hardware.validation.cases import load_catalogue
     from hardware.validation.report import evaluate, render
 
-    data = evaluate(load_catalogue(), args.profile)
+    data = evaluate(load_catalogue(), args.profile, skip=args.skip or ())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"validation-report-{args.profile}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
@@ -193,6 +193,8 @@ def validate_command(args: argparse.Namespace) -> int:
     from msbench.errors import ConfigError
 
     load_profile(args.profile)
+    if args.profile == "cpu" and args.skip:
+        raise ConfigError("--skip", args.skip[0], "only with a published-runs profile (--profile ascend910a|ascend910b)")
     if args.profile != "cpu":
         chips = sorted({c.profile for c in load_catalogue().expressible()})
         if args.profile not in chips:

@@ -71,16 +71,22 @@ class PairResult:
     within_goal: bool | None
 
 
-def predict_case(case: PublishedCase, predictor: Predictor) -> CaseResult:
+SKIPPED = "skipped (--skip)"
+
+
+def predict_case(case: PublishedCase, predictor: Predictor, skip: bool = False) -> CaseResult:
     base = dict(id=case.id, workload=case.workload, chip=case.chip, profile=case.profile, mindspore=case.mindspore,
                 unit=case.unit, published=case.figure, published_step_s=case.published_step_s, fits=case.fits,
                 assumed=len(case.assumed))
+    unpredicted = dict(predicted=None, predicted_step_s=None, step_error=None, bound=None, oom=None,
+                       oom_verdict_right=None, peak_gib=None)
+    if skip:
+        return CaseResult(**base, **unpredicted, failed=SKIPPED)
     try:
         p = predictor(case)
     except (RuntimeError, MemoryError) as err:          # extraction/probe failures: a row, not a crash
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:200]
-        return CaseResult(**base, predicted=None, predicted_step_s=None, step_error=None, bound=None, oom=None,
-                          oom_verdict_right=None, peak_gib=None, failed=reason)
+        return CaseResult(**base, **unpredicted, failed=reason)
     verdict = None if case.fits is None else (p.oom == (not case.fits))
     return CaseResult(**base, predicted=case.in_unit(p.step_time_s), predicted_step_s=p.step_time_s,
                       step_error=p.step_time_s / case.published_step_s - 1.0, bound=p.bound, oom=p.oom,
@@ -114,7 +120,8 @@ def summarize(rows: Sequence[CaseResult], pairs: Sequence[PairResult]) -> dict[s
     verdicts = [r.oom_verdict_right for r in rows if r.oom_verdict_right is not None]
     judged = [p for p in pairs if p.predicted_ratio is not None]
     return {
-        "cases": len(rows), "predicted": len(errors), "failed": sum(r.failed is not None for r in rows),
+        "cases": len(rows), "predicted": len(errors), "skipped": sum(r.failed == SKIPPED for r in rows),
+        "failed": sum(r.failed not in (None, SKIPPED) for r in rows),
         "step_median_abs_error": statistics.median(errors) if errors else None,
         "step_mean_abs_error": statistics.fmean(errors) if errors else None,
         "step_max_abs_error": max(errors) if errors else None,
@@ -126,15 +133,23 @@ def summarize(rows: Sequence[CaseResult], pairs: Sequence[PairResult]) -> dict[s
     }
 
 
-def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = None) -> dict[str, Any]:
-    """Every expressible case of `profile`, the partners of its pairs, and their summary (plain data)."""
+def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = None,
+             skip: Sequence[str] = ()) -> dict[str, Any]:
+    """Every expressible case of `profile`, the partners of its pairs, and their summary (plain data).
+    `skip` names cases not to predict here (a graph too large to extract on this machine): they stay
+    in the table, marked, so a skipped case is never silently missing."""
+    from msbench.errors import ConfigError
+
     predictor = predictor or model_predictor
     own = catalogue.expressible(profile)
     pairs = pairs_of(catalogue, profile)
     needed = [c.id for c in own] + [i for p in pairs for i in (p.a, p.b)]
+    unknown = sorted(set(skip) - set(needed))
+    if unknown:
+        raise ConfigError("--skip", unknown[0], f"ids of the cases {profile} predicts: {', '.join(dict.fromkeys(needed))}")
     results: dict[str, CaseResult] = {}
     for case_id in dict.fromkeys(needed):               # one at a time, in file order: extraction is heavy
-        results[case_id] = predict_case(catalogue.case(case_id), predictor)
+        results[case_id] = predict_case(catalogue.case(case_id), predictor, skip=case_id in skip)
     rows = [results[c.id] for c in own]
     compared = [compare_pair(p, catalogue, results) for p in pairs]
     unexpressible = [{"id": c.id, "chip": c.chip, "why": c.why, "source": c.source}
@@ -170,12 +185,14 @@ def render(data: dict[str, Any]) -> str:
     out = markdown_table(
         ["case", "chip (MindSpore)", "published", "model", "step err", "bound", "memory", "assumed"],
         [[r["id"], f"{r['chip']} ({r['mindspore']})", figure(r["published"], r["unit"]),
-          figure(r["predicted"], r["unit"]) if not r["failed"] else f"failed: {r['failed']}",
+          figure(r["predicted"], r["unit"]) if not r["failed"] else
+          (r["failed"] if r["failed"] == SKIPPED else f"failed: {r['failed']}"),
           pct(r["step_error"]), r["bound"] or "-", verdict(r), r["assumed"]] for r in data["cases"]])
     s = data["summary"]
     med = "-" if s["step_median_abs_error"] is None else f"{s['step_median_abs_error']:.1%}"
     mean = "-" if s["step_mean_abs_error"] is None else f"{s['step_mean_abs_error']:.1%}"
-    out += ["", f"{data['profile']}: {s['predicted']} of {s['cases']} cases predicted; median |step-time error| {med} "
+    skipped = f" ({s['skipped']} skipped)" if s["skipped"] else ""
+    out += ["", f"{data['profile']}: {s['predicted']} of {s['cases']} cases predicted{skipped}; median |step-time error| {med} "
             f"(goal <= {data['goals']['step_median_abs_error']:.0%}), mean {mean}, {s['within_goal']} within the goal; "
             f"OOM verdicts right {s['oom_verdicts_right']}/{s['oom_verdicts']}."]
     if data["pairs"]:

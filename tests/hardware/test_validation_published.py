@@ -188,3 +188,21 @@ def test_cli_refuses_a_chip_without_validation_data(tmp_path, capsys):
 
 def test_the_file_is_the_one_the_command_reads():
     assert PUBLISHED == Path(report.__file__).with_name("published.toml") and PUBLISHED.is_file()
+
+
+def test_a_skipped_case_stays_in_the_table_marked():
+    calls = []
+
+    def predictor(case):
+        calls.append(case.id)
+        return Stub(case.published_step_s)
+
+    data = evaluate(CATALOGUE, "ascend910a", predictor, skip=["docs0.5-bert-large-b96-1p"])
+    row = next(r for r in data["cases"] if r["id"] == "docs0.5-bert-large-b96-1p")
+    assert row["failed"] == report.SKIPPED and "docs0.5-bert-large-b96-1p" not in calls
+    assert data["summary"]["skipped"] == 1 and data["summary"]["failed"] == 0
+    pair = next(p for p in data["pairs"] if p["a"] == "docs0.5-bert-large-b96-1p")
+    assert pair["predicted_ratio"] is None
+    assert "skipped (--skip)" in render(data) and "(1 skipped)" in render(data)
+    with pytest.raises(ConfigError, match="--skip"):
+        evaluate(CATALOGUE, "ascend910a", predictor, skip=["mindyolo-yolov5s-b32-8p-910b-typo"])
