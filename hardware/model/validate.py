@@ -194,7 +194,8 @@ def validate_command(args: argparse.Namespace) -> int:
 
     load_profile(args.profile)
     if args.profile == "cpu" and args.skip:
-        raise ConfigError("--skip", args.skip[0], "only with a published-runs profile (--profile ascend910a|ascend910b)")
+        raise ConfigError("--skip", args.skip[0],
+                          "only with a published-runs profile (--profile ascend910a|ascend910b)")
     if args.profile != "cpu":
         chips = sorted({c.profile for c in load_catalogue().expressible()})
         if args.profile not in chips:

@@ -134,7 +134,8 @@ def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
                 raise ConfigError(name, None, "required for an expressible case", where)
         missing = [k for k in STATED_KNOBS if k not in raw["knobs"]]
         if missing:
-            raise ConfigError("knobs", missing[0], "stated in every expressible case: " + ", ".join(STATED_KNOBS), where)
+            raise ConfigError("knobs", missing[0], "stated in every expressible case: " + ", ".join(STATED_KNOBS),
+                              where)
         from hardware.model.profile import profile_names
 
         if raw["profile"] not in profile_names():
@@ -174,6 +175,6 @@ def parse_pair(raw: Mapping[str, Any], catalogue: Catalogue, path: Path) -> Pair
     other = [name for name in ("workload", "preset", "overrides") if getattr(a, name) != getattr(b, name)]
     actual = knob_diff + (["profile"] if a.profile != b.profile else []) + other
     if actual != [pair.differs]:
-        raise ConfigError("differs", pair.differs, f"exactly what the two cases differ in: {', '.join(actual) or 'nothing'}",
-                          where)
+        differ = ", ".join(actual) or "nothing"
+        raise ConfigError("differs", pair.differs, f"exactly what the two cases differ in: {differ}", where)
     return pair

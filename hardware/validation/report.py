@@ -146,7 +146,8 @@ def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = N
     needed = [c.id for c in own] + [i for p in pairs for i in (p.a, p.b)]
     unknown = sorted(set(skip) - set(needed))
     if unknown:
-        raise ConfigError("--skip", unknown[0], f"ids of the cases {profile} predicts: {', '.join(dict.fromkeys(needed))}")
+        raise ConfigError("--skip", unknown[0],
+                          f"ids of the cases {profile} predicts: {', '.join(dict.fromkeys(needed))}")
     results: dict[str, CaseResult] = {}
     for case_id in dict.fromkeys(needed):               # one at a time, in file order: extraction is heavy
         results[case_id] = predict_case(catalogue.case(case_id), predictor, skip=case_id in skip)
@@ -192,7 +193,8 @@ def render(data: dict[str, Any]) -> str:
     med = "-" if s["step_median_abs_error"] is None else f"{s['step_median_abs_error']:.1%}"
     mean = "-" if s["step_mean_abs_error"] is None else f"{s['step_mean_abs_error']:.1%}"
     skipped = f" ({s['skipped']} skipped)" if s["skipped"] else ""
-    out += ["", f"{data['profile']}: {s['predicted']} of {s['cases']} cases predicted{skipped}; median |step-time error| {med} "
+    out += ["", f"{data['profile']}: {s['predicted']} of {s['cases']} cases predicted{skipped}; "
+            f"median |step-time error| {med} "
             f"(goal <= {data['goals']['step_median_abs_error']:.0%}), mean {mean}, {s['within_goal']} within the goal; "
             f"OOM verdicts right {s['oom_verdicts_right']}/{s['oom_verdicts']}."]
     if data["pairs"]:
