@@ -106,11 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_cell_options(p)
     p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
 
-    p = sub.add_parser("validate", help="compare the device model with real CPU measurements")
+    p = sub.add_parser("validate", help="compare the device model with real CPU runs (cpu) or published Ascend runs")
     p.add_argument("--profile", default="cpu")
     p.add_argument("--out", default="results/validation")
     p.add_argument("--json", action="store_true")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
 
     p = sub.add_parser("report", help="tables and plots from records (and asv results)")
     p.add_argument("inputs", nargs="+", help="run files or directories")

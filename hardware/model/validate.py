@@ -1,5 +1,8 @@
 """`msbench validate --profile cpu`: the device model against real runs of the same cells.
 
+(`--profile ascend910a|ascend910b` compares against published Ascend runs instead:
+hardware/validation/report.py; this module dispatches.)
+
 Runs matrices/validation.toml on `mindspore:cpu` through the runner (resumable), predicts every
 measured cell with the profile, and reports per-cell relative error, median |error| and Spearman
 rank correlation of step time and peak memory, separately for the `fit` cells (the ones the cpu
@@ -171,10 +174,34 @@ def print_report(data: dict[str, Any]) -> None:
     print(f"goals on the validate cells ({data['goals']}): {goals}")
 
 
+def published_command(args: argparse.Namespace) -> int:
+    """Ascend profiles: predict the published runs of that chip (nothing is run for real)."""
+    from hardware.validation.cases import load_catalogue
+    from hardware.validation.report import evaluate, render
+
+    data = evaluate(load_catalogue(), args.profile, skip=args.skip or ())
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"validation-report-{args.profile}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+    print(json.dumps(data, sort_keys=True) if args.json else render(data))
+    return 0
+
+
 def validate_command(args: argparse.Namespace) -> int:
     from hardware.model.profile import load_profile
+    from hardware.validation.cases import load_catalogue
+    from msbench.errors import ConfigError
 
     load_profile(args.profile)
+    if args.profile == "cpu" and args.skip:
+        raise ConfigError("--skip", args.skip[0],
+                          "only with a published-runs profile (--profile ascend910a|ascend910b)")
+    if args.profile != "cpu":
+        chips = sorted({c.profile for c in load_catalogue().expressible()})
+        if args.profile not in chips:
+            raise ConfigError("profile", args.profile, ", ".join(["cpu", *chips]),
+                              rule="validation data exists for the cpu (real runs here) and these published chips")
+        return published_command(args)
     out = Path(args.out)
     run_path = run_real(out, args.resume, progress=not args.json)
     rows = [compare(r, args.profile) for r in measured_records(run_path)]

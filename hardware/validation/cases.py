@@ -1,0 +1,180 @@
+"""The schema of `published.toml`: typed, checked cases and one-knob pairs.
+
+A case is one published figure with the settings of its run as the source gives them
+(`published`), and, where msbench can express that recipe, the msbench cell that stands for it
+(`workload`, `preset`, `overrides`, `knobs`) and the profile of its chip. Settings the source does
+not state, or that msbench can only approximate, are listed in `assumed`, so a reader sees what
+the comparison rests on. A recipe msbench cannot express is kept with `why`, not bent to fit.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from msbench.errors import ConfigError
+from msbench.settings import Settings, make_settings
+
+PUBLISHED = Path(__file__).with_name("published.toml")
+# Published units and what they measure: a step time, samples per second over all devices, or tokens
+# per second (kept only on cases msbench cannot express: converting it needs the run's layout).
+UNITS = {"ms/step": "step", "img/s": "throughput", "sentences/s": "throughput", "samples/s": "throughput",
+         "tokens/s": "tokens"}
+CASE_KEYS = {"id", "expressible", "source", "repo", "path", "commit", "chip", "mindspore", "figure", "unit",
+             "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits"}
+REQUIRED = ("id", "expressible", "source", "chip", "mindspore", "figure", "unit", "published", "note")
+EXPRESSIBLE_REQUIRED = ("profile", "workload", "knobs")
+PAIR_KEYS = {"a", "b", "differs", "note"}
+# Knobs a case must state: without them its samples per step, and so its step time, are undefined.
+STATED_KNOBS = ("batch_size", "devices", "mode")
+
+
+@dataclass(frozen=True)
+class PublishedCase:
+    id: str
+    expressible: bool
+    source: str                          # URL of the page the figure is read from
+    chip: str                            # as the source names it ("Ascend 910", "Ascend 910*", ...)
+    mindspore: str                       # MindSpore version of the run, as published
+    figure: float
+    unit: str                            # a key of UNITS
+    published: Mapping[str, Any]         # the run's settings in the source's own words
+    note: str
+    repo: str = ""                       # where the source is a repository file: owner/name, path, commit
+    path: str = ""
+    commit: str = ""
+    why: str = ""                        # why msbench cannot express it (expressible = false)
+    profile: str = ""
+    workload: str = ""
+    preset: str = "full"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    knobs: Mapping[str, Any] = field(default_factory=dict)
+    assumed: tuple[str, ...] = ()        # settings not stated by the source, or approximated by msbench
+    fits: bool | None = True             # the source ran it, so it fits in device memory
+
+    @property
+    def settings(self) -> Settings:
+        return make_settings(dict(self.knobs), f"{PUBLISHED.name} case {self.id}")
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples of one optimizer step over all devices (what a published img/s counts)."""
+        s = self.settings
+        return int(s.batch_size or 0) * s.grad_accum * s.devices
+
+    @property
+    def published_step_s(self) -> float:
+        """The published figure as seconds per step."""
+        if UNITS[self.unit] == "step":
+            return self.figure / 1000.0
+        return self.samples_per_step / self.figure
+
+    def in_unit(self, step_s: float) -> float:
+        """A step time expressed in this case's published unit."""
+        return step_s * 1000.0 if UNITS[self.unit] == "step" else self.samples_per_step / step_s
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two cases of one source that differ in one setting: `differs` is a knob name or `profile`."""
+
+    a: str
+    b: str
+    differs: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    cases: tuple[PublishedCase, ...]
+    pairs: tuple[Pair, ...]
+
+    def case(self, case_id: str) -> PublishedCase:
+        return next(c for c in self.cases if c.id == case_id)
+
+    def expressible(self, profile: str | None = None) -> list[PublishedCase]:
+        return [c for c in self.cases if c.expressible and (profile is None or c.profile == profile)]
+
+
+def load_catalogue(path: Path = PUBLISHED) -> Catalogue:
+    """Parse and check the file: every rule here is one a reader of the table relies on."""
+    data = tomllib.loads(path.read_text())
+    extra = sorted(set(data) - {"case", "pair"})
+    if extra:
+        raise ConfigError("table", extra[0], "case, pair", str(path))
+    cases = tuple(parse_case(raw, path) for raw in data.get("case", []))
+    ids = [c.id for c in cases]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate:
+        raise ConfigError("id", duplicate, "unique case ids", str(path))
+    catalogue = Catalogue(cases, ())
+    pairs = tuple(parse_pair(raw, catalogue, path) for raw in data.get("pair", []))
+    return Catalogue(cases, pairs)
+
+
+def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
+    where = f"{path.name} case {raw.get('id', '?')}"
+    unknown = sorted(set(raw) - CASE_KEYS)
+    if unknown:
+        raise ConfigError("key", unknown[0], ", ".join(sorted(CASE_KEYS)), where)
+    for name in REQUIRED:
+        if name not in raw or raw[name] in ("", {}):
+            raise ConfigError(name, None, "a non-empty value (every case names its source and its settings)", where)
+    if raw["unit"] not in UNITS:
+        raise ConfigError("unit", raw["unit"], ", ".join(UNITS), where)
+    if not isinstance(raw["figure"], (int, float)) or raw["figure"] <= 0:
+        raise ConfigError("figure", raw["figure"], "a positive number", where)
+    if raw["expressible"]:
+        if UNITS[raw["unit"]] == "tokens":
+            raise ConfigError("unit", raw["unit"], "ms/step or a samples/s unit for an expressible case", where)
+        for name in EXPRESSIBLE_REQUIRED:
+            if not raw.get(name):
+                raise ConfigError(name, None, "required for an expressible case", where)
+        missing = [k for k in STATED_KNOBS if k not in raw["knobs"]]
+        if missing:
+            raise ConfigError("knobs", missing[0], "stated in every expressible case: " + ", ".join(STATED_KNOBS),
+                              where)
+        from hardware.model.profile import profile_names
+
+        if raw["profile"] not in profile_names():
+            raise ConfigError("profile", raw["profile"], ", ".join(profile_names()), where)
+    elif not raw.get("why"):
+        raise ConfigError("why", None, "the reason msbench cannot express the recipe", where)
+    case = PublishedCase(**{**raw, "figure": float(raw["figure"]), "assumed": tuple(raw.get("assumed", ()))})
+    if case.expressible:
+        case.settings                                   # every knob is a real one with an allowed value
+        check_preset(case, where)
+    return case
+
+
+def check_preset(case: PublishedCase, where: str) -> None:
+    from workloads.registry import WORKLOADS, get_workload
+
+    if case.workload not in WORKLOADS:
+        raise ConfigError("workload", case.workload, ", ".join(WORKLOADS), where)
+    try:
+        get_workload(case.workload).preset(case.preset, dict(case.overrides))
+    except ConfigError as err:
+        raise ConfigError(err.field, err.value, err.allowed, where, err.rule) from None
+
+
+def parse_pair(raw: Mapping[str, Any], catalogue: Catalogue, path: Path) -> Pair:
+    where = f"{path.name} pair {raw.get('a', '?')}/{raw.get('b', '?')}"
+    unknown = sorted(set(raw) - PAIR_KEYS)
+    if unknown:
+        raise ConfigError("key", unknown[0], ", ".join(sorted(PAIR_KEYS)), where)
+    ids = {c.id for c in catalogue.expressible()}
+    for side in ("a", "b"):
+        if raw.get(side) not in ids:
+            raise ConfigError(side, raw.get(side), "the id of an expressible case", where)
+    pair = Pair(raw["a"], raw["b"], raw.get("differs", ""), raw.get("note", ""))
+    a, b = catalogue.case(pair.a), catalogue.case(pair.b)
+    knob_diff = sorted(k for k in set(a.settings.to_dict()) if getattr(a.settings, k) != getattr(b.settings, k))
+    other = [name for name in ("workload", "preset", "overrides") if getattr(a, name) != getattr(b, name)]
+    actual = knob_diff + (["profile"] if a.profile != b.profile else []) + other
+    if actual != [pair.differs]:
+        differ = ", ".join(actual) or "nothing"
+        raise ConfigError("differs", pair.differs, f"exactly what the two cases differ in: {differ}", where)
+    return pair
