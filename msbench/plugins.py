@@ -9,6 +9,7 @@ before any import. The isolated worker receives the allow-list in its request, n
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from importlib import metadata
@@ -27,10 +28,17 @@ def check_spec(spec: str) -> str:
     return spec
 
 
+@functools.cache
+def installed(group: str) -> tuple[tuple[str, str], ...]:
+    """(name, `module:Class`) of the group's installed entry points: read once (a scan of site-packages),
+    importing nothing."""
+    return tuple((ep.name, ep.value) for ep in metadata.entry_points(group=group))
+
+
 def registered(group: str, allowed: Iterable[str] = ()) -> dict[str, str]:
     """Plugin name -> `module:Class`: the group's installed entry points plus the allowed specs (each named
-    by itself). Reading entry points imports nothing."""
-    plugins = {ep.name: ep.value for ep in metadata.entry_points(group=group)}
+    by itself)."""
+    plugins = dict(installed(group))
     plugins.update({check_spec(spec): spec for spec in allowed})
     return plugins
 

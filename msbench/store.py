@@ -13,14 +13,17 @@ whole record and raises `DiskFullError`: never a silently truncated record.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
 import os
 import sys
 import threading
+import types
+import typing
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from msbench.cache import lock_holder
 from msbench.errors import UserError
@@ -120,13 +123,59 @@ class RunStore:
             if not line.strip():
                 continue
             try:
-                records.append(Record.from_json_line(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                record = Record.from_json_line(line)
+                check_types(record, "record")
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
                 raise CorruptRecordError(self.path, line_no, f"{type(err).__name__}: {err}") from None
+            records.append(record)
         return records
 
     def recorded_ids(self, repair: bool = False) -> set[str]:
         return {r.cell_id for r in self.load(repair=repair)}
+
+
+def check_types(value: Any, where: str, hint: Any = None) -> None:
+    """A record read from a file has the types its dataclasses declare (a number where a number belongs),
+    so readers never meet a string in a metric. Raises TypeError naming the field."""
+    if hint is None or dataclasses.is_dataclass(hint):
+        cls = type(value) if hint is None else hint
+        if not isinstance(value, cls):
+            raise TypeError(f"{where}={value!r} is not allowed; allowed: a table of {cls.__name__} fields")
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name != "settings":                          # Settings checked its own values
+                check_types(getattr(value, f.name), f"{where}.{f.name}", hints[f.name])
+        return
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        for option in args:
+            try:
+                return check_types(value, where, option)
+            except TypeError:
+                continue
+        raise TypeError(f"{where}={value!r} is not allowed; allowed: {hint}")
+    if hint is Any:
+        return
+    if hint is type(None):
+        ok = value is None
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint in (int, str, bool):
+        ok = type(value) is hint
+    elif origin in (dict, Mapping) or hint in (dict, Mapping):
+        ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+        if ok and len(args) == 2:
+            for k, v in value.items():
+                check_types(v, f"{where}.{k}", args[1])
+    elif origin is list:
+        ok = isinstance(value, list)
+        if ok:
+            for i, v in enumerate(value):
+                check_types(v, f"{where}[{i}]", args[0])
+    else:
+        ok = True
+    if not ok:
+        raise TypeError(f"{where}={value!r} is not allowed; allowed: {getattr(hint, '__name__', hint)}")
 
 
 def run_files(paths: Iterable[str | Path]) -> list[Path]:

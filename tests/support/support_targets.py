@@ -59,3 +59,19 @@ class SlowScriptedTarget(ScriptedTarget):
 
     def __init__(self, accuracy: bool = False) -> None:
         super().__init__("2", accuracy)
+
+
+class EchoTarget:
+    """Inline, always ok, whatever the knobs (fuzzed matrices run on it: no seed may crash the test process)."""
+
+    isolate = False
+    name = "support_targets:EchoTarget"
+
+    def __init__(self, accuracy: bool = False) -> None:
+        self.accuracy = accuracy
+
+    def supports(self, cell: Cell) -> str | None:
+        return None
+
+    def run(self, cell: Cell) -> Record:
+        return Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, throughput=100.0))
