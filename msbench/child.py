@@ -1,8 +1,9 @@
 """The one child-process helper: every child msbench starts dies with its parent, with its scratch dir.
 
 A `ChildScope` owns a scratch directory and the process groups of the children it starts (each
-child gets a session of its own, so `killpg` reaches its whole tree: msrun ranks, MindSpore's
-compile workers). Leaving the scope, normally or by an exception (SIGINT, SIGTERM, a timeout),
+child gets a session of its own, so `killpg` reaches MindSpore's compile workers; descendants that
+made sessions of their own, like msrun's ranks (`preexec_fn=os.setsid`), are found through /proc
+and killed too). Leaving the scope, normally or by an exception (SIGINT, SIGTERM, a timeout),
 kills what is left and removes the directory. For the exits no `finally` sees (SIGKILL of the
 parent, a segfault) each scope has a watchdog: a tiny stdlib-only process in a session of its own,
 reading a pipe only the parent holds. End of file without a "done" line means the parent died: it
@@ -156,10 +157,43 @@ def kill_live_children() -> None:
 
 
 def _killpg(pgid: int) -> None:
+    """SIGKILL the group and every descendant of its leader, found before the first kill (once the leader
+    is gone its children are re-parented and can no longer be found)."""
+    tree = _descendants(pgid)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of `root`, from the parent links in /proc (Linux; nothing elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])     # after "pid (comm) state"
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _watch(spec_text: str) -> int:

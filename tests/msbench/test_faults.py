@@ -253,6 +253,27 @@ def test_a_lock_path_that_is_a_directory_is_one_line(tmp_path, monkeypatch):
 
 # --- killed commands and their children -----------------------------------------------------------
 
+def test_a_scope_kills_descendants_in_sessions_of_their_own_when_its_parent_dies(tmp_path, marked_env):
+    """msrun starts its ranks with `preexec_fn=os.setsid`: killing msrun's group alone would orphan them."""
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from msbench.child import ChildScope
+        grandchild = "import os, subprocess, time; subprocess.Popen(['sleep', '300'], preexec_fn=os.setsid); time.sleep(300)"
+        with ChildScope("scope-") as scope:
+            scope.start([sys.executable, "-c", grandchild])
+            print("started", flush=True)
+            time.sleep(300)
+    """))
+    proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    wait_for(lambda: any(text.startswith("sleep") for _, text in described(marked_env)), what="the grandchild")
+    proc.kill()
+    proc.wait()
+    assert_nothing_survives(marked_env)
+
+
 @pytest.mark.parametrize("sig, jobs, code", [(signal.SIGTERM, "1", 143), (signal.SIGINT, "2", 130)])
 def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, marked_env, sig, jobs, code):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
@@ -294,15 +315,29 @@ def test_a_timed_out_cell_leaves_no_scratch(tmp_path, marked_env, capsys):
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_killing_run_stops_graph_extraction_and_removes_its_scratch(tmp_path, marked_env, sig):
+    """The reported case: a killed `msbench run` on the device model let the extraction child finish."""
+    path = tmp_path / "model.toml"
+    path.write_text('name = "cold"\ntargets = ["model:ascend910b"]\n[[workloads]]\nname = "resnet50"\n'
+                    '[axes]\namp_level = ["O0", "O2"]\n')
+    kill_once_started(["run", str(path), "--out", str(tmp_path / "runs"), "--quiet"], marked_env,  # a cold cache
+                      "hardware.model.extract", sig)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killing_measure_stops_its_worker_and_dataset_cache_server(tmp_path, marked_env, sig):
     """The reported case: `measure` with cache=true kept measuring, with its cache server, for 40 s."""
-    proc = msbench(["measure", "resnet50", "--set", "data_format=mindrecord", "--set", "cache=true"], marked_env)
+    kill_once_started(["measure", "resnet50", "--set", "data_format=mindrecord", "--set", "cache=true"], marked_env,
+                      "dataset-cache-server", sig)
 
-    wait_for(lambda: any("dataset-cache-server" in text for _, text in described(marked_env)), 120,
-             "the dataset-cache server to start")
+
+def kill_once_started(args, env, child, sig):
+    """Start `msbench ARGS`, send `sig` once a process matching `child` runs, and check nothing survives."""
+    proc = msbench(args, env)
+    wait_for(lambda: any(child in text for _, text in described(env)), 120, f"{child} to start")
     proc.send_signal(sig)
     proc.wait(60)
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
-    assert_nothing_survives(marked_env)
+    assert_nothing_survives(env)
