@@ -249,7 +249,6 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         if not listed:
             raise ConfigError("targets", listed, "at least one target, e.g. [\"model:ascend910b\"]", where)
         targets = tuple(check_target_name(t, where, plugins) for t in listed)
-    rule = lambda r, w: _rule(r, w, workloads, plugins)  # noqa: E731 - the matrix's own names check its rules
     return Matrix(
         name=check_name("name", data.get("name", default_name), where),
         description=_typed(data, "description", str, "", where, "a string"),
@@ -259,8 +258,8 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         workloads=workloads,
         base=base,
         axes=axes,
-        exclude=tuple(rule(r, f"{where}: exclude[{i}]") for i, r in enumerate(_tables(data, "exclude", where))),
-        include=tuple(rule(r, f"{where}: include[{i}]") for i, r in enumerate(_tables(data, "include", where))),
+        exclude=_rules(data, "exclude", where, workloads, plugins),
+        include=_rules(data, "include", where, workloads, plugins),
         baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]", "baseline"),
     )
 
@@ -327,6 +326,11 @@ def _preset_names(workload: str) -> list[str]:
         return []
     with open(path, "rb") as fh:
         return list(tomllib.load(fh).get(workload, {}))
+
+
+def _rules(data: Mapping[str, Any], key: str, where: str, workloads: tuple[WorkloadEntry, ...],
+           plugins: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple(_rule(r, f"{where}: {key}[{i}]", workloads, plugins) for i, r in enumerate(_tables(data, key, where)))
 
 
 def _rule(table: Mapping[str, Any], where: str, workloads: tuple[WorkloadEntry, ...],

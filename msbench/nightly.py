@@ -112,7 +112,7 @@ def exclusive(repo: Path):
 def write_report(repo: Path, runs: Path) -> int:
     """The pandas report (msbench report) of the records the asv suite kept and of asv's results."""
     from msbench.cli import HANDLERS, build_parser
-    from msbench.targets import import_object
+    from msbench.plugins import import_object
 
     if not runs.is_dir():
         print(f"no records in {runs}: report skipped")

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import json
 import os
+import signal
 import sys
 import threading
 import types
@@ -54,6 +55,17 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM wait until the block ends, so an interrupt never cuts a record in half."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class RunStore:
     """The records of one run, in `<out>/<run-id>.jsonl`."""
 
@@ -86,7 +98,7 @@ class RunStore:
 
     def append(self, record: Record) -> None:
         line = record.to_json_line().encode()
-        with self._lock:
+        with self._lock, signals_held():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

@@ -77,9 +77,9 @@ def test_names_that_become_paths_are_checked(tmp_path, capsys, name):
     path = write(tmp_path, BASE.replace('name = "t"', f'name = "{name}"'))
     assert "name=" in refused(capsys, "matrix", "show", str(path))
     good = write(tmp_path, BASE, "good.toml")
-    assert "--run-id=" in refused(capsys, "run", str(good), "--out", str(tmp_path / "runs"), "--run-id", name or "/")
-    assert not list(tmp_path.parent.glob("x.jsonl")) and not (tmp_path / "runs").exists() or \
-        not list((tmp_path / "runs").iterdir())
+    runs = tmp_path / "deep" / "er" / "runs"
+    assert "--run-id=" in refused(capsys, "run", str(good), "--out", str(runs), "--run-id", name or "/")
+    assert not list(tmp_path.rglob("*.jsonl"))                      # nothing written, inside --out or above it
 
 
 # --- silently accepted input ----------------------------------------------------------------------
