@@ -75,6 +75,12 @@ class ChildScope:
             self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(spec)],
                                               stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                               env=self.cleanup_env, start_new_session=True)
+        except BaseException:
+            os.close(self._pipe)
+            self._pipe = None
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
         finally:
             os.close(read_end)
         with _LIVE_LOCK:

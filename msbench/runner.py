@@ -179,20 +179,20 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if not todo:
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
+    options = {"accuracy": matrix.accuracy}
+    jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):
-        return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, matrix.accuracy)
+        return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options)
 
 
-def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: bool, jobs: int | None,
-              timeout: float, progress: bool, plugins: tuple[str, ...], accuracy: bool) -> RunResult:
+def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: bool, jobs: int,
+              timeout: float, progress: bool, plugins: tuple[str, ...], options: Mapping[str, Any]) -> RunResult:
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
     pending = [e for e in todo if e.cell.id not in done]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
-    options = {"accuracy": accuracy}
-    jobs = jobs or default_jobs(expansion.matrix.targets, options, plugins)
     provenance = capture_provenance()
     run_name = path.stem
     baselines = {r.cell_id: r for r in done.values()}
