@@ -5,6 +5,7 @@ The CLI runs in-process (`msbench.cli.main`) for speed; a test that needs a real
 
 import importlib
 import math
+import shutil
 import sys
 import textwrap
 
@@ -68,6 +69,31 @@ def test_a_plugin_target_runs_only_when_allowed_on_the_command_line(tmp_path, ca
     assert [r.status for r in RunStore(tmp_path / "runs" / "p.jsonl").load()] == ["ok"]
     assert "--allow-plugin='os.system(1)'" in refused(capsys, "matrix", "show", str(path), "--allow-plugin",
                                                       "os.system(1)")
+
+
+def test_an_installed_entry_point_registers_a_plugin_target(tmp_path, capsys, monkeypatch):
+    """A package's `msbench.targets` entry point makes its name a target without --allow-plugin."""
+    from pathlib import Path
+
+    from msbench import plugins
+    from msbench.store import RunStore
+
+    dist = tmp_path / "site" / "echo_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[msbench.targets]\necho = support_targets:EchoTarget\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "support"))
+    plugins.installed.cache_clear()
+    try:
+        path = write(tmp_path, BASE.replace('["model:ascend910b"]', '["echo"]'))
+        assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "e", "--quiet"]) == 0
+        assert [r.cell.target for r in RunStore(tmp_path / "runs" / "e.jsonl").load()] == ["echo"]
+        shutil.rmtree(dist)                                                    # uninstalled: unknown again
+        plugins.installed.cache_clear()
+        assert "target='echo'" in refused(capsys, "matrix", "show", str(path))
+    finally:
+        plugins.installed.cache_clear()
 
 
 # --- names that become paths ----------------------------------------------------------------------
