@@ -125,7 +125,7 @@ def run_cell(cell: Cell, *, options: Mapping[str, Any] | None = None, isolate: b
 
 
 def check_timeout(timeout: float) -> float:
-    if not isinstance(timeout, (int, float)) or not timeout > 0 or timeout == float("inf"):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
         raise UserError(f"--timeout={timeout!r} is not allowed; allowed: seconds, a finite number > 0")
     return timeout
 

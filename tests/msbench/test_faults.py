@@ -333,10 +333,17 @@ def test_killing_measure_stops_its_worker_and_dataset_cache_server(tmp_path, mar
                       "dataset-cache-server", sig)
 
 
-def kill_once_started(args, env, child, sig):
-    """Start `msbench ARGS`, send `sig` once a process matching `child` runs, and check nothing survives."""
+@pytest.mark.slow
+def test_killing_measure_stops_msrun_and_its_ranks(tmp_path, marked_env):
+    """msrun gives each rank a session of its own: they must die with the measure that started msrun."""
+    kill_once_started(["measure", "resnet50", "--set", "devices=2"], marked_env, "distributed.py", signal.SIGKILL,
+                      count=3)                                            # msrun and its two ranks
+
+
+def kill_once_started(args, env, child, sig, count=1):
+    """Start `msbench ARGS`, send `sig` once `count` processes matching `child` run, and check nothing survives."""
     proc = msbench(args, env)
-    wait_for(lambda: any(child in text for _, text in described(env)), 120, f"{child} to start")
+    wait_for(lambda: sum(child in text for _, text in described(env)) >= count, 120, f"{child} to start")
     proc.send_signal(sig)
     proc.wait(60)
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
