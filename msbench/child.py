@@ -88,13 +88,13 @@ class ChildScope:
         return self
 
     def run(self, argv: Sequence[str], *, input: str = "", env: Mapping[str, str] | None = None,
-            cwd: str | Path | None = None, timeout: float | None = None) -> ChildResult:
+            cwd: str | Path | None = None, timeout: float | None = None, capture: bool = True) -> ChildResult:
         """Run to completion in its own process group (in the scratch dir unless `cwd`); on timeout the
-        whole group is killed and `timed_out` is set."""
-        proc = self.start(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
+        whole group is killed and `timed_out` is set. `capture=False` streams its output to ours."""
+        pipe = subprocess.PIPE if capture else None
+        proc = self.start(argv, env=env, cwd=cwd, stdin=pipe, stdout=pipe, stderr=pipe)
         try:
-            out, err = proc.communicate(input, timeout=timeout)
+            out, err = proc.communicate(input if capture else None, timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             self.kill()
