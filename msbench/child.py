@@ -125,7 +125,7 @@ class ChildScope:
             _killpg(pgid)
 
     def _forget(self, pgid: int) -> None:
-        _killpg(pgid)                        # leftovers of a finished child (a grandchild it did not wait for)
+        _killpg(pgid, tree=False)            # leftovers in a finished child's group (a grandchild it did not wait for)
         with self._lock:
             self._groups.discard(pgid)
         self._tell(f"forget {pgid}")
@@ -162,15 +162,15 @@ def kill_live_children() -> None:
         scope.kill()
 
 
-def _killpg(pgid: int) -> None:
-    """SIGKILL the group and every descendant of its leader, found before the first kill (once the leader
-    is gone its children are re-parented and can no longer be found)."""
-    tree = _descendants(pgid)
+def _killpg(pgid: int, tree: bool = True) -> None:
+    """SIGKILL the group and (`tree`) every descendant of its live leader, found before the first kill (once
+    the leader is gone its children are re-parented and can no longer be found)."""
+    descendants = _descendants(pgid) if tree else []
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in tree:
+    for pid in descendants:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
