@@ -97,12 +97,12 @@ class ChildScope:
             out, err = proc.communicate(input if capture else None, timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            self.kill()
+            _killpg(proc.pid)
             out, err = proc.communicate()
             timed_out = True
         finally:
-            if proc.poll() is None:          # interrupted while waiting: the scope's exit kills it
-                self.kill()
+            if proc.poll() is None:          # interrupted while waiting (SIGINT, SIGTERM): kill it now
+                _killpg(proc.pid)
         self._forget(proc.pid)
         return ChildResult(proc.returncode, out or "", err or "", timed_out)
 
