@@ -1,6 +1,9 @@
 """On-disk cache for slow deterministic work (graph extraction, accuracy runs, host-cost probes).
 
 Entries are JSON files named by a content key, so a changed input is a new entry, never a stale hit.
+An entry that does not match its kind's schema (a `validate` callable: `{}`, `[]`, binary junk, a
+negative host cost) is a miss and is recomputed, never a crash of every later command. Lock waits are
+bounded and say who holds the lock; a full disk or a lock path that is a directory is one line.
 """
 
 from __future__ import annotations
@@ -9,11 +12,20 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import errno
+import math
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from msbench.errors import UserError
+
 CACHE_ENV = "MSBENCH_CACHE"
+LOCK_TIMEOUT_ENV = "MSBENCH_LOCK_TIMEOUT"
+LOCK_TIMEOUT_S = 4 * 3600.0          # longer than any entry takes to compute (a cold BERT-large compile)
+Validator = Callable[[Any], object]   # raises (or returns False) when an entry does not match its schema
 
 
 def cache_root() -> Path:
@@ -24,7 +36,10 @@ def cache_root() -> Path:
 def cache_dir(kind: str) -> Path:
     """`<cache root>/<kind>`, created on first use."""
     path = cache_root() / kind
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"cache directory {path}: {err.strerror} (set ${CACHE_ENV} to a writable directory)") from None
     return path
 
 
@@ -46,28 +61,98 @@ def source_hash(paths: Iterable[Path]) -> str:
     return digest.hexdigest()[:20]
 
 
-def cache_get(kind: str, key: str) -> dict[str, Any] | None:
+def cache_get(kind: str, key: str, validate: Validator | None = None) -> dict[str, Any] | None:
+    """The entry, or None when it is missing or does not match its schema (then it will be recomputed)."""
     path = cache_dir(kind) / f"{key}.json"
     try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        entry = json.loads(path.read_bytes().decode())
+    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError, json.JSONDecodeError):
         return None
+    if not isinstance(entry, dict):
+        return None
+    if validate is not None:
+        try:
+            if validate(entry) is False:
+                return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+    return entry
 
 
 def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
     """Atomic write (temp file + rename), so concurrent writers never leave a half-written entry."""
     path = cache_dir(kind) / f"{key}.json"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(value, sort_keys=True))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(value, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        why = "disk full" if err.errno == errno.ENOSPC else err.strerror
+        raise UserError(f"cannot write the cache entry {path}: {why} (free space or set ${CACHE_ENV})") from None
+
+
+def positive_finite(*names: str) -> Validator:
+    """A validator: each named field is a finite number > 0 (e.g. a measured cost)."""
+    def check(entry: dict[str, Any]) -> bool:
+        return all(isinstance(entry[n], (int, float)) and not isinstance(entry[n], bool)
+                   and math.isfinite(entry[n]) and entry[n] > 0 for n in names)
+    return check
+
+
+def lock_holder(path: Path) -> int | None:
+    """The PID holding a flock on `path`, from /proc/locks (Linux); None when unknown."""
+    try:
+        inode = os.stat(path).st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                continue
+            if int(fields[5].rsplit(":", 1)[-1]) == inode:
+                return int(fields[4])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def lock_timeout() -> float:
+    text = os.environ.get(LOCK_TIMEOUT_ENV)
+    try:
+        return float(text) if text else LOCK_TIMEOUT_S
+    except ValueError:
+        raise UserError(f"${LOCK_TIMEOUT_ENV}={text!r} is not allowed; allowed: seconds, a number > 0") from None
+
+
+def open_lock_file(path: Path):  # noqa: ANN201 - a text file handle
+    try:
+        return open(path, "a")
+    except IsADirectoryError:
+        raise UserError(f"lock file {path} is a directory; remove it") from None
+    except OSError as err:
+        raise UserError(f"cannot open the lock file {path}: {err.strerror}") from None
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+def file_lock(path: Path, mode: int = fcntl.LOCK_EX, timeout: float | None = None) -> Iterator[None]:
     """`flock` on `path` (created if missing) for the block: across threads and processes, and released
-    by the kernel if the holder dies."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle, mode)
+    by the kernel if the holder dies. A wait says on stderr who holds it and ends after `timeout` seconds
+    (default: $MSBENCH_LOCK_TIMEOUT or LOCK_TIMEOUT_S) with an error."""
+    limit = lock_timeout() if timeout is None else timeout
+    with open_lock_file(path) as handle:
+        deadline, told = time.monotonic() + limit, False
+        while True:
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = lock_holder(path)
+                who = f"PID {holder}" if holder else "another process"
+                if time.monotonic() >= deadline:
+                    raise UserError(f"timed out after {limit:g} s waiting for the lock on {path} held by {who}") from None
+                if not told:
+                    print(f"waiting for the lock on {path} held by {who} ...", file=sys.stderr)
+                    told = True
+                time.sleep(0.1)
         try:
             yield
         finally:
@@ -81,14 +166,16 @@ def cache_lock(kind: str, key: str) -> contextlib.AbstractContextManager[None]:
 
 
 def cached(kind: str, key: str, compute: Callable[[], dict[str, Any]],
-           keep: Callable[[dict[str, Any]], bool] = lambda entry: True) -> tuple[dict[str, Any], bool]:
+           keep: Callable[[dict[str, Any]], bool] = lambda entry: True,
+           validate: Validator | None = None) -> tuple[dict[str, Any], bool]:
     """(entry, was_cached): the cached entry, or `compute()` (by one process at a time), stored under the
-    key when `keep(entry)` (e.g. not a run that could not produce a number)."""
-    hit = cache_get(kind, key)
+    key when `keep(entry)` (e.g. not a run that could not produce a number). An entry failing `validate`
+    is recomputed and replaced."""
+    hit = cache_get(kind, key, validate)
     if hit is not None:
         return hit, True
     with cache_lock(kind, key):
-        hit = cache_get(kind, key)
+        hit = cache_get(kind, key, validate)
         if hit is not None:
             return hit, True
         entry = compute()

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from msbench.settings import Settings, make_settings
+from msbench.settings import Settings, make_settings, unchecked_settings
 
 
 def canonical_json(obj: Any) -> str:
@@ -43,12 +43,14 @@ class Cell:
         return {**self.key(), "label": self.label, "id": self.id}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
+    def from_dict(cls, data: Mapping[str, Any], rules: bool = True) -> "Cell":
+        """`rules=False` reads the cell of an `invalid` record (its settings break a combination rule)."""
+        settings = data.get("settings", {})
         return cls(
             workload=data["workload"],
             preset=data.get("preset", "tiny"),
             overrides=dict(data.get("overrides", {})),
-            settings=make_settings(data.get("settings", {})),
+            settings=make_settings(settings) if rules else unchecked_settings(settings),
             target=data.get("target", "model:ascend910b"),
             label=data.get("label", "base"),
         )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from typing import Callable, Sequence
 
+from msbench.child import Terminated, raise_on_sigterm
 from msbench.errors import UserError
-from msbench.targets import import_object
+from msbench.plugins import import_object
 from msbench.tracked import ACCURACY_TOLERANCE_PP
 
 # verb -> "module:function(args) -> exit code"; lazy so `msbench list knobs` never imports MindSpore.
@@ -33,6 +36,16 @@ def add_cell_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a preset field, e.g. seq_len=512 (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_matrix_guards(p: argparse.ArgumentParser) -> None:
+    """What a matrix file cannot decide for itself: which plugin code may run, and how many cells are sane."""
+    from msbench.matrix import MAX_CELLS
+
+    p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="trust this target class; a matrix may then name it as a target (repeatable)")
+    p.add_argument("--max-cells", type=int, default=MAX_CELLS,
+                   help=f"refuse a matrix of more cells than this (default {MAX_CELLS})")
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
@@ -81,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--target", help="override the matrix's targets")
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
+    add_matrix_guards(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("run", help="run a matrix's cells on a target")
@@ -94,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", default="1/1", help="run only shard i of N (1-based), e.g. 2/4")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per isolated cell")
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
+    add_matrix_guards(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
@@ -160,10 +175,14 @@ def list_command(args: argparse.Namespace) -> int:
 
 def matrix_command(args: argparse.Namespace) -> int:
     from msbench.matrix import load_matrix
+    from msbench.plugins import check_spec
     from msbench.settings import parse_assignments
 
-    matrix = load_matrix(args.file, target=args.target, extra=parse_assignments(args.set))
-    expansion = matrix.expand()
+    if args.max_cells < 1:
+        raise UserError(f"--max-cells={args.max_cells} is not allowed; allowed: an integer >= 1")
+    plugins = tuple(check_spec(p) for p in args.allow_plugin)
+    matrix = load_matrix(args.file, target=args.target, extra=parse_assignments(args.set), plugins=plugins)
+    expansion = matrix.expand(args.max_cells)
     if args.json:
         print(json.dumps(expansion.to_json(), indent=2))
         return 0
@@ -188,13 +207,29 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = import_object(HANDLERS[args.verb])  # type: ignore[assignment]
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = raise_on_sigterm() if in_main else None   # SIGTERM unwinds like Ctrl-C: child scopes clean up
     try:
         return int(handler(args) or 0)
     except UserError as err:
-        print(f"msbench {args.verb}: error: {err}", file=sys.stderr)
+        print(f"msbench {args.verb}: error: {one_line(err)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print(f"msbench {args.verb}: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print(f"msbench {args.verb}: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+
+
+def one_line(err: Exception) -> str:
+    """The message on one line (a value quoted from a file may hold newlines)."""
+    return " ".join(str(err).split("\n"))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ kept and listed with the rule they break; nothing is dropped silently.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any, Iterator, Mapping
 
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
-from msbench.settings import DEFAULTS, check_value, make_settings
-from msbench.targets import TARGET_KINDS
+from msbench.names import check_name
+from msbench.settings import DEFAULTS, check_value, make_settings, unchecked_settings
+from msbench.targets import check_target_name
 
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "workloads", "base", "axes",
@@ -24,7 +26,8 @@ TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "workloads
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware" / "profiles"
+# A guard against a typo that multiplies a grid (59,049 cells from ten 3-valued axes): `--max-cells` raises it.
+MAX_CELLS = 5000
 
 
 @dataclass(frozen=True)
@@ -100,15 +103,17 @@ class Matrix:
     include: tuple[Mapping[str, Any], ...] = ()
     baseline: Mapping[str, Any] = field(default_factory=dict)
 
-    def expand(self) -> Expansion:
+    def expand(self, max_cells: int = MAX_CELLS) -> Expansion:
+        """Every cell with its status; more than `max_cells` candidate cells is refused before any is built."""
+        self._check_size(max_cells)
         entries: dict[str, Entry] = {}
         for wl in self.workloads:
             base = {**self.base, **wl.base}
             baseline_values = {**base, **self.baseline}
-            candidates = [{**base, **point} for point in self._points(base)]
-            candidates += [{**base, **_knobs_of(inc)} for inc in self.include
-                           if inc.get("workload", wl.name) == wl.name]
+            points = list(self._points(base))
             for target in self.targets:
+                candidates = [{**base, **point} for point in points]
+                candidates += [{**base, **_knobs_of(inc)} for inc in self.include if _applies(inc, wl, target)]
                 baseline_entry = self._entry(wl, target, baseline_values, baseline_values, baseline=True)
                 entries.setdefault(baseline_entry.cell.id, baseline_entry)
                 for values in candidates:
@@ -117,6 +122,18 @@ class Matrix:
         if not entries:
             raise ConfigError("workloads", [], "at least one workload and one target", self.name)
         return Expansion(self, list(entries.values()))
+
+    def _check_size(self, max_cells: int) -> None:
+        if self.strategy == "grid":
+            points = math.prod(len(v) for v in self.axes.values())
+        elif self.strategy == "ofat":
+            points = 1 + sum(len(v) for v in self.axes.values())
+        else:
+            points = math.prod(sorted(len(v) for v in self.axes.values())[-2:])   # pairwise: about the two largest
+        cells = len(self.workloads) * len(self.targets) * (points + len(self.include) + 1)
+        if cells > max_cells:
+            raise UserError(f"{self.name}: {cells} cells exceed the limit of {max_cells}; pass --max-cells {cells} "
+                            f"to allow them, or narrow the axes (strategy=ofat|pairwise)")
 
     def _points(self, base: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         names = list(self.axes)
@@ -153,16 +170,17 @@ def _text(value: Any) -> str:
 
 def _invalid_cell(values: Mapping[str, Any], common: dict[str, Any]) -> Cell:
     """A Cell that bypasses the combination rules, so an invalid cell still has a stable id."""
-    from msbench.settings import Settings
-
-    settings = object.__new__(Settings)
-    for name, default in DEFAULTS.items():
-        object.__setattr__(settings, name, values.get(name, default))
-    return Cell(settings=settings, **common)
+    return Cell(settings=unchecked_settings(values), **common)
 
 
 def _knobs_of(table: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k not in CELL_KEYS}
+
+
+def _applies(include: Mapping[str, Any], wl: WorkloadEntry, target: str) -> bool:
+    """An include rule adds its cell only where its workload/preset/target keys (when given) match."""
+    return all(include.get(key, value) == value for key, value in
+               (("workload", wl.name), ("preset", wl.preset), ("target", target)))
 
 
 def _matches(rule: Mapping[str, Any], cell: Cell) -> bool:
@@ -180,71 +198,88 @@ def pairwise_points(axes: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(names, row)) for row in AllPairs([list(axes[n]) for n in names])]
 
 
-def load_matrix(path: str | Path, target: str | None = None, extra: Mapping[str, Any] | None = None) -> Matrix:
-    """Parse and check a matrix file; `target` replaces its targets, `extra` knobs go over its base."""
+def load_matrix(path: str | Path, target: str | None = None, extra: Mapping[str, Any] | None = None,
+                plugins: tuple[str, ...] = ()) -> Matrix:
+    """Parse and check a matrix file; `target` replaces its targets, `extra` knobs (`--set`) go over its
+    base; `plugins` are the `--allow-plugin` specs a target name may refer to."""
     path = Path(path)
-    where = str(path)
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise UserError(f"{path}: no such matrix file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a matrix file") from None
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); a matrix is a TOML file") from None
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: malformed TOML: {err}") from None
-    return parse_matrix(data, where, path.stem, target, extra)
+    except OSError as err:
+        raise UserError(f"{path}: cannot read the matrix file ({err.strerror})") from None
+    return parse_matrix(data, str(path), path.stem, target, extra, plugins)
 
 
 def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target: str | None = None,
-                 extra: Mapping[str, Any] | None = None) -> Matrix:
+                 extra: Mapping[str, Any] | None = None, plugins: tuple[str, ...] = ()) -> Matrix:
+    """The one schema of a matrix file: every key's type, every name checked, nothing imported."""
     _check_keys(data, TOP_KEYS, where, "matrix key")
-    strategy = data.get("strategy", "grid")
+    strategy = _typed(data, "strategy", str, "grid", where, "|".join(STRATEGIES))
     if strategy not in STRATEGIES:
         raise ConfigError("strategy", strategy, "|".join(STRATEGIES), where)
-    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]") for i, w in enumerate(_list(data, "workloads", where)))
+    accuracy = _typed(data, "accuracy", bool, False, where, "true|false (a TOML boolean, not a string)")
+    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]") for i, w in enumerate(_tables(data, "workloads", where)))
     if not workloads:
         raise ConfigError("workloads", [], "at least one [[workloads]] entry", where)
-    base = _knob_table(data.get("base", {}), f"{where}: [base]")
-    base.update(extra or {})
+    base = _knob_table(data.get("base", {}), f"{where}: [base]", "base")
+    base.update(_knob_table(dict(extra or {}), "--set"))
     axes = {}
-    for name, values in dict(data.get("axes", {})).items():
+    for name, values in _table(data.get("axes", {}), "axes", where).items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"axes.{name}", values, "a non-empty list of values", where)
-        _knob_table({name: values[0]}, f"{where}: [axes]")
+        _check_keys({name: None}, set(DEFAULTS), f"{where}: [axes]", "knob")
         for v in values:
             check_value(name, v, f"{where}: [axes]")
         axes[name] = values
-    targets = (target,) if target else tuple(data.get("targets", ["model:ascend910b"]))
-    for t in targets:
-        check_target_name(t, where)
+    if target is not None:
+        targets: tuple[str, ...] = (check_target_name(target, "--target", plugins),)
+    else:
+        listed = data.get("targets", ["model:ascend910b"])
+        if not isinstance(listed, list) or not all(isinstance(t, str) for t in listed):
+            raise ConfigError("targets", listed, 'a list of target names, e.g. ["model:ascend910b"]', where)
+        if not listed:
+            raise ConfigError("targets", listed, "at least one target, e.g. [\"model:ascend910b\"]", where)
+        targets = tuple(check_target_name(t, where, plugins) for t in listed)
     return Matrix(
-        name=str(data.get("name", default_name)),
-        description=str(data.get("description", "")),
+        name=check_name("name", data.get("name", default_name), where),
+        description=_typed(data, "description", str, "", where, "a string"),
         targets=targets,
         strategy=strategy,
-        accuracy=bool(data.get("accuracy", False)),
+        accuracy=accuracy,
         workloads=workloads,
         base=base,
         axes=axes,
-        exclude=tuple(_rule(r, f"{where}: exclude[{i}]") for i, r in enumerate(_list(data, "exclude", where))),
-        include=tuple(_rule(r, f"{where}: include[{i}]") for i, r in enumerate(_list(data, "include", where))),
-        baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]"),
+        exclude=_rules(data, "exclude", where, workloads, plugins),
+        include=_rules(data, "include", where, workloads, plugins),
+        baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]", "baseline"),
     )
 
 
-def check_target_name(name: str, where: str = "") -> None:
-    kind, sep, arg = name.partition(":")
-    if kind == "model" and sep and not (PROFILES_DIR / f"{arg}.toml").exists():
-        profiles = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
-        raise ConfigError("target", name, ", ".join(f"model:{p}" for p in profiles) or "model:<profile>", where)
-    if kind == "mindspore" and arg not in ("cpu", "ascend", "gpu"):
-        raise ConfigError("target", name, "mindspore:cpu|mindspore:ascend|mindspore:gpu", where)
-    if not sep or (kind not in TARGET_KINDS and not kind.replace(".", "").replace("_", "").isalnum()):
-        raise ConfigError("target", name, "mindspore:<device>, model:<profile> or module:Class", where)
+def _typed(data: Mapping[str, Any], key: str, kind: type, default: Any, where: str, allowed: str) -> Any:
+    value = data.get(key, default)
+    if type(value) is not kind:
+        raise ConfigError(key, value, allowed, where)
+    return value
 
 
-def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def _table(value: Any, key: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(key, value, f"a table ([{key}] or {key} = {{...}})", where)
+    return value
+
+
+def _tables(data: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
     value = data.get(key, [])
-    if not isinstance(value, list):
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise ConfigError(key, value, f"a list of tables ([[{key}]])", where)
     return value
 
@@ -255,7 +290,8 @@ def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str, what: s
         raise ConfigError(what, unknown[0], ", ".join(sorted(allowed)), where)
 
 
-def _knob_table(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _knob_table(table: Any, where: str, key: str = "knobs") -> dict[str, Any]:
+    table = _table(table, key, where)
     _check_keys(table, set(DEFAULTS), where, "knob")
     for name, value in table.items():
         check_value(name, value, where)
@@ -263,18 +299,21 @@ def _knob_table(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _workload_entry(table: Mapping[str, Any], where: str) -> WorkloadEntry:
-    from workloads.registry import WORKLOADS
+    from workloads.registry import WORKLOADS, get_workload
 
     _check_keys(table, WORKLOAD_KEYS, where, "workload key")
     name = table.get("name")
-    if name not in WORKLOADS:
+    if not isinstance(name, str) or name not in WORKLOADS:
         raise ConfigError("workload", name, ", ".join(WORKLOADS), where)
-    preset = table.get("preset", "tiny")
+    preset = _typed(table, "preset", str, "tiny", where, "a preset name (a string)")
     presets = _preset_names(name)
     if presets and preset not in presets:
         raise ConfigError("preset", preset, "|".join(presets), f"{where} ({name})")
-    return WorkloadEntry(name, preset, dict(table.get("overrides", {})),
-                         _knob_table(table.get("set", {}), f"{where}.set"))
+    overrides = _table(table.get("overrides", {}), "overrides", where)
+    if overrides:
+        # The preset class checks field names and types; the workload module imports no MindSpore.
+        get_workload(name).preset(preset, overrides)
+    return WorkloadEntry(name, preset, dict(overrides), _knob_table(table.get("set", {}), f"{where}.set", "set"))
 
 
 def _preset_names(workload: str) -> list[str]:
@@ -289,9 +328,25 @@ def _preset_names(workload: str) -> list[str]:
         return list(tomllib.load(fh).get(workload, {}))
 
 
-def _rule(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _rules(data: Mapping[str, Any], key: str, where: str, workloads: tuple[WorkloadEntry, ...],
+           plugins: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple(_rule(r, f"{where}: {key}[{i}]", workloads, plugins) for i, r in enumerate(_tables(data, key, where)))
+
+
+def _rule(table: Mapping[str, Any], where: str, workloads: tuple[WorkloadEntry, ...],
+          plugins: tuple[str, ...]) -> dict[str, Any]:
+    """An include/exclude rule: knob values plus optional workload/preset/target, each a name this matrix
+    could match (a rule that can never match is a typo, refused rather than ignored)."""
     _check_keys(table, set(DEFAULTS) | CELL_KEYS, where, "rule key")
     for name, value in table.items():
         if name in DEFAULTS:
             check_value(name, value, where)
+    names = sorted({w.name for w in workloads})
+    if "workload" in table and table["workload"] not in names:
+        raise ConfigError("workload", table["workload"], "|".join(names) + " (the matrix's workloads)", where)
+    presets = sorted({w.preset for w in workloads if table.get("workload", w.name) == w.name})
+    if "preset" in table and table["preset"] not in presets:
+        raise ConfigError("preset", table["preset"], "|".join(presets) + " (the presets the matrix runs)", where)
+    if "target" in table:
+        check_target_name(table["target"], where, plugins)
     return dict(table)

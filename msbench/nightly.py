@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import fcntl
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msbench.asv_results import result_commits
+from msbench.child import ChildScope
 from msbench.errors import UserError
 from msbench.gitrepo import first_parent_history, git, is_shallow, repo_root, rev_parse
 
@@ -44,7 +44,8 @@ def asv(repo: Path, *args: str, env: dict[str, str] | None = None) -> int:
     """Run asv in the repository (its output streams to ours) and return its exit code."""
     cmd = [sys.executable, "-m", "asv", *args, "--config", str(repo / "asv.conf.json")]
     print("$ " + " ".join(cmd[2:]), flush=True)
-    return subprocess.run(cmd, cwd=repo, env=env).returncode
+    with ChildScope() as scope:          # asv and its benchmark processes die with this one
+        return scope.run(cmd, cwd=repo, env=env, capture=False).returncode
 
 
 def ensure_main(repo: Path) -> None:
@@ -112,7 +113,7 @@ def exclusive(repo: Path):
 def write_report(repo: Path, runs: Path) -> int:
     """The pandas report (msbench report) of the records the asv suite kept and of asv's results."""
     from msbench.cli import HANDLERS, build_parser
-    from msbench.targets import import_object
+    from msbench.plugins import import_object
 
     if not runs.is_dir():
         print(f"no records in {runs}: report skipped")

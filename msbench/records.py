@@ -90,7 +90,7 @@ class Record:
         unknown = sorted(set(metrics) - known)
         if unknown:
             raise ValueError(f"metrics.{unknown[0]} is not a known metric; allowed: {', '.join(sorted(known))}")
-        cell = Cell.from_dict(data["cell"])
+        cell = Cell.from_dict(data["cell"], rules=data.get("status") != "invalid")
         if data.get("cell_id", cell.id) != cell.id:
             raise ValueError(f"cell_id={data['cell_id']!r} does not match its cell (computed {cell.id})")
         return cls(

@@ -2,6 +2,8 @@
 
 Isolated targets (real MindSpore runs) execute each cell in a fresh `python -m msbench.worker`
 process with a timeout: a crash, an out-of-memory kill or a hang becomes a record and the run goes on.
+The run holds its file's lock throughout (one writer per run). SIGINT/SIGTERM kill the children,
+keep every finished record, and say how to resume; a full disk stops the run with the same promise.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
-import subprocess
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -20,17 +23,28 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from msbench.cell import Cell
+from msbench.child import ChildScope, Terminated, kill_live_children
 from msbench.errors import UserError
-from msbench.matrix import Entry, Expansion, load_matrix
+from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
+from msbench.names import check_name
+from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
 from msbench.settings import parse_assignments
-from msbench.store import RunStore
+from msbench.store import DiskFullError, RunStore
 from msbench.targets import Target, resolve_target
 
 RECORD_PREFIX = "MSBENCH_RECORD "
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Out of memory", "out of memory", "Cannot allocate memory")
 TAIL_CHARS = 2000
+
+
+class RunInterrupted(Exception):
+    """SIGINT/SIGTERM during a run: the finished records are saved; the cells in progress are not."""
+
+    def __init__(self, path: Path, saved: int, total: int, exit_code: int) -> None:
+        self.path, self.saved, self.total, self.exit_code = path, saved, total, exit_code
+        super().__init__(f"saved {saved} of {total} cells in {path}")
 
 
 @dataclass
@@ -71,42 +85,49 @@ def run_inline(cell: Cell, target: Target) -> Record:
         return failure_record(cell, "failed", traceback.format_exc())
 
 
-def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeout: float) -> Record:
-    """Run in a fresh worker process (own session, so a timeout kills its children too)."""
-    request = json.dumps({"target": target_name, "options": dict(options), "cell": cell.to_dict()})
+def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeout: float,
+                 plugins: tuple[str, ...] = ()) -> Record:
+    """Run in a fresh worker process in a scratch dir (msbench.child: its process group and the dir go
+    when it ends, times out, or this process dies). The allow-list travels in the request."""
+    request = json.dumps({"target": target_name, "options": dict(options), "plugins": list(plugins),
+                          "cell": cell.to_dict()})
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
-    proc = subprocess.Popen([sys.executable, "-m", "msbench.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    try:
-        out, err = proc.communicate(request, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+    with ChildScope(f"msbench-{cell.id}-") as scope:
+        result = scope.run([sys.executable, "-m", "msbench.worker"], input=request, env=env, timeout=timeout)
+    out, err = result.stdout, result.stderr
+    if result.timed_out:
         return failure_record(cell, "timeout", f"no result after {timeout:g} s\n{err}")
     lines = [ln for ln in out.splitlines() if ln.startswith(RECORD_PREFIX)]
-    if proc.returncode == 0 and lines:
+    if result.returncode == 0 and lines:
         return Record.from_json_line(lines[-1][len(RECORD_PREFIX):])
-    if proc.returncode == -signal.SIGKILL or any(m in err for m in OOM_MARKERS):
-        return failure_record(cell, "oom", f"exit code {proc.returncode} (killed or out of memory)\n{err}")
-    return failure_record(cell, "failed", f"exit code {proc.returncode}\n{err}")
+    if result.returncode == -signal.SIGKILL or any(m in err for m in OOM_MARKERS):
+        return failure_record(cell, "oom", f"exit code {result.returncode} (killed or out of memory)\n{err}")
+    return failure_record(cell, "failed", f"exit code {result.returncode}\n{err}")
 
 
 def run_cell(cell: Cell, *, options: Mapping[str, Any] | None = None, isolate: bool | None = None,
-             timeout: float = 1800.0, target: Target | None = None) -> Record:
+             timeout: float = 1800.0, target: Target | None = None, plugins: tuple[str, ...] = ()) -> Record:
     """One cell on its target: unsupported knobs are reported, never measured as if applied."""
     options = dict(options or {})
-    target = target or resolve_target(cell.target, **options)
+    check_timeout(timeout)
+    target = target or resolve_target(cell.target, plugins, **options)
     started = time.time()
     reason = target.supports(cell)
     if reason:
         record = failure_record(cell, "unsupported", reason)
     elif isolate if isolate is not None else target.isolate:
-        record = run_isolated(cell, cell.target, options, timeout)
+        record = run_isolated(cell, cell.target, options, timeout, plugins)
     else:
         record = run_inline(cell, target)
     record.started_at, record.duration_s = started, round(time.time() - started, 3)
     return record
+
+
+def check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise UserError(f"--timeout={timeout!r} is not allowed; allowed: seconds, a finite number > 0")
+    return timeout
 
 
 def with_accuracy_delta(record: Record, baseline: Record | None) -> Record:
@@ -126,40 +147,71 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
     return out / f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
 
 
+def check_out_dir(out: Path) -> Path:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out={str(out)!r} is not allowed; allowed: a directory (this is a file)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"--out={str(out)!r}: cannot create the directory ({err.strerror})") from None
+    return out
+
+
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
-               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None) -> RunResult:
-    matrix = load_matrix(matrix_path, target=target, extra=extra)
-    expansion = matrix.expand()
+               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
+               plugins: Iterable[str] = (), max_cells: int = MAX_CELLS) -> RunResult:
+    check_timeout(timeout)
+    if jobs is not None and (type(jobs) is not int or jobs < 1):
+        raise UserError(f"--jobs={jobs!r} is not allowed; allowed: an integer >= 1")
+    if type(max_cells) is not int or max_cells < 1:
+        raise UserError(f"--max-cells={max_cells!r} is not allowed; allowed: an integer >= 1")
+    plugins = tuple(check_spec(p) for p in plugins)
+    if run_id is not None:
+        check_name("--run-id", run_id)
+    matrix = load_matrix(matrix_path, target=target, extra=extra, plugins=plugins)
+    expansion = matrix.expand(max_cells)
     shard_ij = parse_shard(shard)
-    out = Path(out)
+    out = check_out_dir(Path(out))
     label = target or "+".join(matrix.targets)
     path = out / f"{run_id}.jsonl" if run_id else default_run_path(out, matrix.name, label, shard_ij, resume)
-    store = RunStore(path)
-    if path.exists() and not resume:
-        raise UserError(f"{path} exists; pass --resume to continue it or choose another --run-id")
-    done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
+    if not todo:
+        where = f" in shard {shard}" if shard_ij[1] > 1 else ""
+        raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
+    options = {"accuracy": matrix.accuracy}
+    jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
+    store = RunStore(path)
+    with store.hold(resume):
+        return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options)
+
+
+def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: bool, jobs: int,
+              timeout: float, progress: bool, plugins: tuple[str, ...], options: Mapping[str, Any]) -> RunResult:
+    """The run proper, while this process holds the run file."""
+    path = store.path
+    done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
     pending = [e for e in todo if e.cell.id not in done]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
-    options = {"accuracy": matrix.accuracy}
-    jobs = jobs or default_jobs(matrix.targets, options)
     provenance = capture_provenance()
     run_name = path.stem
     baselines = {r.cell_id: r for r in done.values()}
     written: list[Record] = []
+    stop = threading.Event()                            # set on interrupt or full disk: no record after it
 
     def execute(entry: Entry) -> Record:
         if entry.status == "invalid":
             record = failure_record(entry.cell, "invalid", entry.reason)
         else:
-            record = run_cell(entry.cell, options=options, timeout=timeout)
+            record = run_cell(entry.cell, options=options, timeout=timeout, plugins=plugins)
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
         elif entry.baseline:
             with_accuracy_delta(record, record)
         record.run_id, record.provenance = run_name, provenance
+        if stop.is_set():
+            return record                               # its children were killed mid-cell: not a result
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
@@ -168,29 +220,46 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
 
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
-    with progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
-        for batch in (first, rest):
-            run_batch(batch, execute, advance, jobs)
+    try:
+        with progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
+            for batch in (first, rest):
+                run_batch(batch, execute, advance, jobs, stop)
+    except DiskFullError:
+        raise UserError(f"disk full after {len(done) + len(written)} of {len(todo)} cells; records so far are "
+                        f"intact in {path}; free space and rerun with --resume") from None
+    except (KeyboardInterrupt, Terminated) as err:
+        code = 130 if isinstance(err, KeyboardInterrupt) else 143
+        raise RunInterrupted(path, len(done) + len(written), len(todo), code) from None
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
     return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending))
 
 
-def default_jobs(target_names: Iterable[str], options: Mapping[str, Any]) -> int:
+def default_jobs(target_names: Iterable[str], options: Mapping[str, Any], plugins: tuple[str, ...] = ()) -> int:
     """Cells at once when `--jobs` is not given: what every target allows (`parallel_cells`; 1 when a
     target does not say, since a measuring target must not share the host with another cell)."""
-    return min(getattr(resolve_target(name, **options), "parallel_cells", 1) for name in target_names)
+    return min(getattr(resolve_target(name, plugins, **options), "parallel_cells", 1) for name in target_names)
 
 
 def run_batch(entries: list[Entry], execute: Callable[[Entry], Record], advance: Callable[[Record], None],
-              jobs: int) -> None:
+              jobs: int, stop: threading.Event | None = None) -> None:
+    """Run the entries, `jobs` at once. Any exception (an interrupt, a full disk) sets `stop` and kills the
+    children of the cells in progress, so the pool's threads return at once and record nothing more."""
+    stop = stop or threading.Event()
     if jobs <= 1:
         for entry in entries:
             advance(execute(entry))
         return
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for record in pool.map(execute, entries):
-            advance(record)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for future in [pool.submit(execute, entry) for entry in entries]:
+            advance(future.result())
+    except BaseException:
+        stop.set()
+        kill_live_children()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class progress_bar:
@@ -247,10 +316,28 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    if args.jobs is not None and args.jobs < 1:
-        raise UserError(f"--jobs={args.jobs} is not allowed; allowed: an integer >= 1")
-    result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
-                        jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
-                        extra=parse_assignments(args.set))
+    try:
+        result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
+                            jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
+                            extra=parse_assignments(args.set), plugins=args.allow_plugin, max_cells=args.max_cells)
+    except RunInterrupted as stop:
+        print(f"msbench run: interrupted: saved {stop.saved} of {stop.total} cells in {stop.path}; resume with: "
+              f"{resume_command(args, stop.path)}", file=sys.stderr)
+        return stop.exit_code
     print(result.path)
     return 0
+
+
+def resume_command(args: argparse.Namespace, path: Path) -> str:
+    """The command line that continues this run."""
+    words = ["msbench", "run", args.matrix, "--out", args.out, "--resume", "--run-id", path.stem]
+    for flag, value in (("--target", args.target), ("--shard", None if args.shard == "1/1" else args.shard),
+                        ("--jobs", args.jobs), ("--timeout", None if args.timeout == 1800.0 else args.timeout)):
+        if value is not None:
+            words += [flag, str(value)]
+    for flag, values in (("--set", args.set), ("--allow-plugin", args.allow_plugin)):
+        for value in values:
+            words += [flag, value]
+    if args.max_cells != MAX_CELLS:
+        words += ["--max-cells", str(args.max_cells)]
+    return shlex.join(words)

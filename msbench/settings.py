@@ -170,6 +170,20 @@ def make_settings(values: Mapping[str, Any], where: str = "") -> Settings:
         raise
 
 
+def unchecked_settings(values: Mapping[str, Any]) -> Settings:
+    """Settings whose values are type-checked but whose combination rules are not applied: the settings of
+    an `invalid` cell, kept so that it has a stable id and its record reads back from a run file."""
+    unknown = sorted(set(values) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError("knob", unknown[0], ", ".join(DEFAULTS))
+    for name, value in values.items():
+        check_value(name, value)
+    settings = object.__new__(Settings)
+    for name, default in DEFAULTS.items():
+        object.__setattr__(settings, name, values.get(name, default))
+    return settings
+
+
 def knob_table() -> list[dict[str, Any]]:
     """The knob table printed by `msbench list knobs`."""
     rows = []

@@ -3,17 +3,30 @@
 Loading never skips a bad line silently: it names the file and line. A run killed mid-write can leave
 a last line without its newline; `RunStore.load(repair=True)` (used by --resume) moves that fragment
 to `<run>.jsonl.partial` and says so, and the cell is run again.
+
+One writer per run: `RunStore.hold()` takes an exclusive flock on the run file for the life of the
+run, so a second `msbench run` on the same run id is refused naming the holder. A write checks what
+the kernel took, retries a partial write, fsyncs, and on a full disk cuts the file back to its last
+whole record and raises `DiskFullError`: never a silently truncated record.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import errno
+import fcntl
 import json
 import os
+import signal
 import sys
 import threading
+import types
+import typing
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
+from msbench.cache import lock_holder
 from msbench.errors import UserError
 from msbench.records import Record
 
@@ -24,6 +37,35 @@ class CorruptRecordError(UserError):
         super().__init__(f"{path}:{line_no}: corrupt record ({why})")
 
 
+class DiskFullError(UserError):
+    """The run file's disk is full: the records already written are whole, the one being written is not kept."""
+
+
+class RunLockedError(UserError):
+    pass
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is taken (a write may take fewer bytes than asked, e.g. near a full disk)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "no bytes written")
+        view = view[written:]
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM wait until the block ends, so an interrupt never cuts a record in half."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class RunStore:
     """The records of one run, in `<out>/<run-id>.jsonl`."""
 
@@ -31,14 +73,44 @@ class RunStore:
         self.path = Path(path)
         self._lock = threading.Lock()
 
+    @contextlib.contextmanager
+    def hold(self, resume: bool) -> Iterator[None]:
+        """Be the run file's only writer for the block (flock, released by the kernel if this process dies).
+        Without `resume` a file that already has records is refused."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UserError(f"cannot open the run file {self.path}: {err.strerror}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = lock_holder(self.path)
+                raise RunLockedError(f"{self.path} is being written by another msbench run "
+                                     f"(PID {holder if holder else 'unknown'}); wait for it or choose another "
+                                     f"--run-id") from None
+            if not resume and os.fstat(fd).st_size > 0:
+                raise UserError(f"{self.path} exists; pass --resume to continue it or choose another --run-id")
+            yield
+        finally:
+            os.close(fd)
+
     def append(self, record: Record) -> None:
         line = record.to_json_line().encode()
-        with self._lock:
+        with self._lock, signals_held():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                start = os.fstat(fd).st_size
+                try:
+                    write_all(fd, line)
+                    os.fsync(fd)
+                except OSError as err:
+                    os.ftruncate(fd, start)        # no half record left behind
+                    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise DiskFullError(f"{self.path}: disk full") from None
+                    raise UserError(f"cannot write to the run file {self.path}: {err.strerror}") from None
             finally:
                 os.close(fd)
 
@@ -63,13 +135,59 @@ class RunStore:
             if not line.strip():
                 continue
             try:
-                records.append(Record.from_json_line(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                record = Record.from_json_line(line)
+                check_types(record, "record")
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
                 raise CorruptRecordError(self.path, line_no, f"{type(err).__name__}: {err}") from None
+            records.append(record)
         return records
 
     def recorded_ids(self, repair: bool = False) -> set[str]:
         return {r.cell_id for r in self.load(repair=repair)}
+
+
+def check_types(value: Any, where: str, hint: Any = None) -> None:
+    """A record read from a file has the types its dataclasses declare (a number where a number belongs),
+    so readers never meet a string in a metric. Raises TypeError naming the field."""
+    if hint is None or dataclasses.is_dataclass(hint):
+        cls = type(value) if hint is None else hint
+        if not isinstance(value, cls):
+            raise TypeError(f"{where}={value!r} is not allowed; allowed: a table of {cls.__name__} fields")
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name != "settings":                          # Settings checked its own values
+                check_types(getattr(value, f.name), f"{where}.{f.name}", hints[f.name])
+        return
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        for option in args:
+            try:
+                return check_types(value, where, option)
+            except TypeError:
+                continue
+        raise TypeError(f"{where}={value!r} is not allowed; allowed: {hint}")
+    if hint is Any:
+        return
+    if hint is type(None):
+        ok = value is None
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint in (int, str, bool):
+        ok = type(value) is hint
+    elif origin in (dict, Mapping) or hint in (dict, Mapping):
+        ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+        if ok and len(args) == 2:
+            for k, v in value.items():
+                check_types(v, f"{where}.{k}", args[1])
+    elif origin is list:
+        ok = isinstance(value, list)
+        if ok:
+            for i, v in enumerate(value):
+                check_types(v, f"{where}[{i}]", args[0])
+    else:
+        ok = True
+    if not ok:
+        raise TypeError(f"{where}={value!r} is not allowed; allowed: {getattr(hint, '__name__', hint)}")
 
 
 def run_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -77,7 +195,10 @@ def run_files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted(p.rglob("*.jsonl")))
+            found = sorted(p.rglob("*.jsonl"))
+            if not found:
+                raise UserError(f"{p}: a directory with no run files (*.jsonl)")
+            files.extend(found)
         elif p.exists():
             files.append(p)
         else:

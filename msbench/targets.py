@@ -1,12 +1,17 @@
-"""Targets: where a cell runs. Names map lazily to classes so reading commands never import MindSpore."""
+"""Targets: where a cell runs. Names map lazily to classes so reading commands never import MindSpore.
+
+A target name is data: `mindspore:<device>`, `model:<profile>` (a profile file), or a plugin name
+(msbench.plugins: an installed entry point, or a `module:Class` allowed on the command line).
+"""
 
 from __future__ import annotations
 
-import importlib
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Iterable, Protocol, runtime_checkable
 
 from msbench.cell import Cell
-from msbench.errors import UserError
+from msbench.errors import ConfigError
+from msbench.plugins import TARGET_GROUP, import_object, registered
 from msbench.records import Record
 
 # "<kind>:<arg>" -> import path of a class constructed with the arg (e.g. model:ascend910b).
@@ -15,6 +20,7 @@ TARGET_KINDS: dict[str, str] = {
     "model": "hardware.model.target:ModelTarget",
 }
 MINDSPORE_DEVICES = ("cpu", "ascend", "gpu")
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware" / "profiles"
 
 
 @runtime_checkable
@@ -32,24 +38,30 @@ class Target(Protocol):
         """Run the cell (the runner has checked `supports`) and return its record."""
 
 
-def import_object(path: str) -> object:
-    module, _, attr = path.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as err:
-        raise UserError(f"cannot import {path!r}: {err}") from None
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
 
 
-def resolve_target(name: str, **options: object) -> Target:
-    """`mindspore:cpu`, `model:<profile>`, or `package.module:Class[=arg]`; options go to the constructor
-    (e.g. `accuracy=True`)."""
-    kind, sep, arg = name.partition(":")
-    if kind in TARGET_KINDS and sep:
-        cls = import_object(TARGET_KINDS[kind])
-        return cls(arg, **options)  # type: ignore[operator]
-    if sep and kind.replace(".", "").replace("_", "").isalnum():
-        attr, _, extra = arg.partition("=")
-        cls = import_object(f"{kind}:{attr}")
-        return cls(extra, **options) if extra else cls(**options)  # type: ignore[operator]
-    allowed = ", ".join([f"mindspore:{d}" for d in MINDSPORE_DEVICES] + ["model:<profile>", "package.module:Class"])
-    raise UserError(f"target={name!r} is not known; allowed: {allowed}")
+def check_target_name(name: object, where: str = "", plugins: Iterable[str] = ()) -> str:
+    """Refuse a name that is not a known target, importing nothing; returns the name."""
+    kind, sep, arg = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if kind == "mindspore" and sep and arg in MINDSPORE_DEVICES:
+        return name  # type: ignore[return-value]
+    if kind == "model" and sep and arg in profile_names():
+        return name  # type: ignore[return-value]
+    if isinstance(name, str) and name in registered(TARGET_GROUP, plugins):
+        return name
+    allowed = ", ".join([f"mindspore:{d}" for d in MINDSPORE_DEVICES] + [f"model:{p}" for p in profile_names()]
+                        + sorted(registered(TARGET_GROUP, plugins)))
+    raise ConfigError("target", name, allowed + " (other targets: an installed plugin or --allow-plugin module:Class)",
+                      where)
+
+
+def resolve_target(name: str, plugins: Iterable[str] = (), **options: object) -> Target:
+    """The Target for a checked name; options go to the constructor (e.g. `accuracy=True`)."""
+    plugins = tuple(plugins)
+    check_target_name(name, plugins=plugins)
+    kind, _, arg = name.partition(":")
+    if kind in TARGET_KINDS and name not in registered(TARGET_GROUP, plugins):
+        return import_object(TARGET_KINDS[kind])(arg, **options)  # type: ignore[operator]
+    return import_object(registered(TARGET_GROUP, plugins)[name])(**options)  # type: ignore[operator]

@@ -1,16 +1,15 @@
 """Child process of an isolated cell run: read a request on stdin, run the cell, print its record.
 
-Runs in a scratch directory (MindSpore writes rank_0/, kernel_meta/ ... into the cwd), removed after.
+Runs in the scratch directory its parent's `msbench.child.ChildScope` made (MindSpore writes rank_0/,
+kernel_meta/ ... into the cwd); the scope removes it, even when this process is killed. The request
+carries the `--allow-plugin` list: plugin targets are resolved from it, never from a file.
 A crash or kill is detected by the parent from the exit status and stderr.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
-import tempfile
 
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
@@ -21,18 +20,11 @@ from msbench.targets import resolve_target
 def main() -> int:
     request = json.loads(sys.stdin.read())
     cell = Cell.from_dict(request["cell"])
-    target = resolve_target(request["target"], **request.get("options", {}))
-    scratch = tempfile.mkdtemp(prefix=f"msbench-{cell.id}-")
-    home = os.getcwd()
-    os.chdir(scratch)
+    target = resolve_target(request["target"], tuple(request.get("plugins", ())), **request.get("options", {}))
     try:
-        try:
-            record = target.run(cell)
-        except MemoryError:
-            record = Record(cell=cell, status="oom", reason="MemoryError", metrics=Metrics())
-    finally:
-        os.chdir(home)
-        shutil.rmtree(scratch, ignore_errors=True)
+        record = target.run(cell)
+    except MemoryError:
+        record = Record(cell=cell, status="oom", reason="MemoryError", metrics=Metrics())
     sys.stdout.write("\n" + RECORD_PREFIX + record.to_json_line())
     sys.stdout.flush()
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from msbench.errors import ConfigError
-from msbench.targets import import_object
+from msbench.plugins import import_object
 from workloads.base import Workload
 
 WORKLOADS: dict[str, str] = {

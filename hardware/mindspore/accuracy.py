@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from msbench.cache import cached, content_key, source_hash
+from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
 from msbench.settings import Settings, make_settings
@@ -110,7 +109,8 @@ def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyRe
     """The cached result for the cell's accuracy key, else `run()`'s, computed once when parallel cells
     share the key; a run that could not produce a number (value None, with its reason) is not kept."""
     key = accuracy_key(cell)
-    entry, hit = cached(CACHE_KIND, key, lambda: {**run(), "key": key}, keep=lambda result: result["value"] is not None)
+    entry, hit = cached(CACHE_KIND, key, lambda: {**run(), "key": key}, keep=lambda result: result["value"] is not None,
+                        validate=lambda result: AccuracyResult(**result).value is not None)
     return AccuracyResult(**{**entry, "cached": hit})
 
 
@@ -138,12 +138,15 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
 
 
 def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
-    """`python -m hardware.mindspore.accuracy` on the cell: its AccuracyResult as a dict."""
+    """`python -m hardware.mindspore.accuracy` on the cell: its AccuracyResult as a dict. The child and
+    its scratch directory die with this process (msbench.child)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
-    with tempfile.TemporaryDirectory(prefix="msbench-accuracy-") as scratch, shared_host():
-        proc = subprocess.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
-                              capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout)
+    with ChildScope("msbench-accuracy-") as scope, shared_host():
+        proc = scope.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
+                         env=env, timeout=timeout)
+    if proc.timed_out:
+        raise RuntimeError(f"accuracy run of {cell.workload} timed out after {timeout:g} s")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"accuracy run of {cell.workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")

@@ -6,6 +6,10 @@ called directly, with the environment that wrapper sets). The server runs on a f
 runs on the host may have theirs on the default 50052); the client finds it through `MS_CACHE_PORT`
 (read by mindspore.dataset's CacheClient) and the session through the variable that
 workloads/pipeline.py reads.
+
+`--start` daemonises the server, so no process group of ours holds it: the server's lifetime is a
+`msbench.child.ChildScope` whose cleanup command is `--stop`, run by the scope's watchdog when this
+process dies without reaching `__exit__` (SIGKILL), so no server outlives its cell.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ import os
 import re
 import socket
 import stat
-import subprocess
 from pathlib import Path
 from types import TracebackType
 
+from msbench.child import ChildScope
 from workloads.pipeline import CACHE_SESSION_ENV
 
 PORT_ENV = "MS_CACHE_PORT"
@@ -69,28 +73,34 @@ class DatasetCacheServer:
         self.log_dir = log_dir
         self.session: int | None = None
         self._saved: dict[str, str | None] = {}
+        self._scope = ChildScope(cleanup=[self._argv("--stop")], cleanup_env=admin_env())
+
+    def _argv(self, *args: str) -> list[str]:
+        return [str(cache_binary()), *args, "-p", str(self.port)]
 
     def _admin(self, *args: str) -> str:
         env = admin_env()
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             env["GLOG_log_dir"] = str(self.log_dir)
-        proc = subprocess.run([str(cache_binary()), *args, "-p", str(self.port)], capture_output=True, text=True,
-                              timeout=60, env=env, cwd=cache_binary().parent)
+        proc = self._scope.run(self._argv(*args), timeout=60, env=env, cwd=cache_binary().parent)
         out = proc.stdout + proc.stderr
+        if proc.timed_out:
+            raise RuntimeError(f"dataset-cache {' '.join(args)} timed out after 60 s: {out.strip()[-500:]}")
         if proc.returncode != 0:
             raise RuntimeError(f"dataset-cache {' '.join(args)} failed (exit {proc.returncode}): {out.strip()[-500:]}")
         return out
 
     def __enter__(self) -> "DatasetCacheServer":
-        self._admin("--start", "-w", str(self.workers))
+        self._scope.__enter__()
         try:
+            self._admin("--start", "-w", str(self.workers))
             match = SESSION_LINE.search(self._admin("-g"))
             if not match:
                 raise RuntimeError("dataset-cache -g printed no session id")
             self.session = int(match.group(2))
-        except BaseException:
-            self._admin("--stop")
+        except BaseException as err:
+            self._stop(type(err), err, err.__traceback__)
             raise
         for key, value in ((PORT_ENV, str(self.port)), (CACHE_SESSION_ENV, str(self.session))):
             self._saved[key] = os.environ.get(key)
@@ -103,4 +113,10 @@ class DatasetCacheServer:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        self._admin("--stop")     # ends the server and its sessions
+        self._stop(kind, err, tb)
+
+    def _stop(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            self._admin("--stop")     # ends the server and its sessions
+        finally:
+            self._scope.__exit__(kind, err, tb)

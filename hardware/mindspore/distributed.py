@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from hardware.mindspore.config import MeasureConfig
 from hardware.mindspore.dataset_cache import free_port
 from msbench.cell import Cell
+from msbench.child import ChildScope
 from msbench.records import Record, StepStats
 
 REQUEST_FILE = "msrun_request.json"
@@ -44,8 +44,8 @@ def run_distributed(cell: Cell, device: str, config: MeasureConfig) -> Record:
     log_dir = Path.cwd() / LOG_DIR
     env = dict(os.environ)   # msrun starts ranks with `python` from PATH: make it this interpreter
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    proc = subprocess.run(msrun_command(world, free_port(), request, log_dir), capture_output=True, text=True,
-                          env=env)
+    with ChildScope() as scope:     # msrun and its ranks: one process group, gone with this process
+        proc = scope.run(msrun_command(world, free_port(), request, log_dir), env=env, cwd=Path.cwd())
     ranks = [Path.cwd() / f"rank{r}.json" for r in range(world)]
     if proc.returncode != 0 or not all(p.exists() for p in ranks):
         logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(log_dir.glob("worker_*.log")))

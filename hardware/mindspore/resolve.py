@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from msbench.errors import ConfigError
-from msbench.targets import import_object
+from msbench.plugins import import_object
 from workloads.base import Workload
 from workloads.registry import WORKLOADS, get_workload
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
+from msbench.child import ChildScope
 
 DUMP_PASS = "hwopt_common_final_graph"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,16 +45,16 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run `python -m <module>` in a scratch directory (MindSpore writes rank_0/ etc. into the cwd)
     with the request as JSON on stdin; the child writes its JSON answer to `request["out"]`, so
-    MindSpore's own prints never corrupt it. `request["dump_dir"]` is a fresh directory for IR dumps."""
-    with tempfile.TemporaryDirectory(prefix="msbench-child-") as tmp:
-        work = Path(tmp)
+    MindSpore's own prints never corrupt it. `request["dump_dir"]` is a fresh directory for IR dumps.
+    The child and the directory die with this process (msbench.child)."""
+    with ChildScope("msbench-child-") as scope:
+        work = scope.scratch
+        assert work is not None
         out = work / "result.json"
         request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
-        try:
-            proc = subprocess.run([sys.executable, "-m", module], input=json.dumps(request),
-                                  capture_output=True, text=True, cwd=work, env=child_env(), timeout=timeout)
-        except subprocess.TimeoutExpired as err:
-            raise ChildError(f"timed out after {timeout:.0f} s") from err
+        proc = scope.run([sys.executable, "-m", module], input=json.dumps(request), env=child_env(), timeout=timeout)
+        if proc.timed_out:
+            raise ChildError(f"timed out after {timeout:.0f} s")
         if proc.returncode != 0 or not out.exists():
             tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
             raise ChildError(f"failed (exit {proc.returncode}):\n{tail}")

@@ -93,7 +93,7 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
                 "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
                 "key": key, "meta": graph_meta(result, settings)}
 
-    data, _ = cached(CACHE_KIND, key, compile_step)
+    data, _ = cached(CACHE_KIND, key, compile_step, validate=OpGraph.from_dict)   # a junk entry is recompiled
     graph = OpGraph.from_dict(data)
     _LOADED[memo_key] = graph
     return graph

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from hardware.model.extract import ChildError, run_child
 from hardware.model.graph import check_preset, mindspore_version, workload_sources
-from msbench.cache import cached, content_key, source_hash
+from msbench.cache import cached, content_key, positive_finite, source_hash
 from msbench.host_share import exclusive_host
 from msbench.settings import Settings
 
@@ -87,8 +87,14 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, s
             raise RuntimeError(f"host-cost measurement of {workload}/{preset} {err}") from err
         return {**measured, "key": key}
 
-    entry, _ = cached(CACHE_KIND, key, probe)
+    entry, _ = cached(CACHE_KIND, key, probe, validate=valid_entry)
     return HostCost.from_dict(entry)
+
+
+def valid_entry(entry: dict[str, Any]) -> bool:
+    """A cache entry that parses and whose costs are finite and > 0 (else it is measured again)."""
+    HostCost.from_dict(entry)
+    return positive_finite("seconds_per_sample", "bytes_per_sample")(entry)
 
 
 def cpu_model() -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import re
 import tomllib
 import types
 import typing
@@ -244,6 +246,19 @@ def parse_section(cls: type, table: Any, where: str, prefix: str, skip: tuple[st
     return cls(**values)
 
 
+# Values a prediction divides by (or scales a time by): a zero there is a ZeroDivisionError or a free
+# resource, never a meaningful profile. `0 = not supported` keys (tflops_bf16, cube tflops_fp32) stay >= 0.
+POSITIVE = {("cube", "cores"), ("cube", "ghz"), ("cube", "tile"), ("cube", "tflops_fp16"), ("vector", "cores"),
+            ("vector", "tflops_fp16"), ("vector", "tflops_fp32"), ("memory", "gib"), ("memory", "usable_gib"),
+            ("memory", "gbps"), ("memory", "l2_gbps"), ("host", "cores_per_device"), ("host", "core_speed"),
+            ("host", "link_gbps"), ("comm.levels", "gbps"), ("comm", "bucket_mib"), ("comm", "efficiency")}
+
+
+def must_be_positive(key: str) -> bool:
+    section, _, name = re.sub(r"\[\d+\]", "", key).rpartition(".")
+    return (section, name) in POSITIVE
+
+
 def parse_value(hint: Any, value: Any, where: str, key: str) -> Any:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):      # `X | None`: an optional key
         hint = next(h for h in typing.get_args(hint) if h is not type(None))
@@ -259,14 +274,14 @@ def parse_value(hint: Any, value: Any, where: str, key: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(key, value, "true|false", where)
         return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(key, value, "an integer >= 0", where)
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(key, value, "a number >= 0", where)
-        return float(value)
+    positive = must_be_positive(key)
+    bound = "> 0" if positive else ">= 0"
+    if hint in (int, float):
+        number = (int,) if hint is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value) \
+                or value < 0 or (positive and value == 0):
+            raise ConfigError(key, value, f"{'an integer' if hint is int else 'a number'} {bound} (finite)", where)
+        return hint(value)
     if not isinstance(value, str):
         raise ConfigError(key, value, "a string", where)
     allowed = ALLOWED_TEXT.get(key.rsplit(".", 1)[-1].split("[")[0])

@@ -149,5 +149,8 @@ def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
 
 def load_inputs(paths: Sequence[str | Path]) -> Inputs:
     runs, asv = find_files(paths)
+    if not runs and not asv:
+        raise UserError(f"inputs={[str(p) for p in paths]} hold no run files (*.jsonl) and no asv results; "
+                        "allowed: run files and directories that contain them")
     records = load_records(runs) if runs else []
     return Inputs(RecordSet.of(records), tuple(asv), tuple(str(p) for p in [*runs, *asv]))

@@ -29,7 +29,8 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
 
 
 def test_matrix_show_prints_cells_and_counts(capsys):
-    assert main(["matrix", "show", "matrices/smoke.toml", "--target", "support_targets:InlineTarget"]) == 0
+    assert main(["matrix", "show", "matrices/smoke.toml", "--target", "support_targets:InlineTarget",
+                 "--allow-plugin", "support_targets:InlineTarget"]) == 0
     out = capsys.readouterr().out
     assert "smoke:" in out and "base" in out
 

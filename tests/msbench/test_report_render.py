@@ -62,8 +62,8 @@ def test_full_report_is_self_contained(tmp_path):
 def test_partial_inputs_say_what_is_missing(tmp_path, records, says):
     folder = tmp_path / "runs"
     folder.mkdir()
-    if records:
-        write_run(folder / "r.jsonl", records)
+    (folder / "r.jsonl").touch()                # an empty run file; an empty directory is an error (test_faults)
+    write_run(folder / "r.jsonl", records)
     html, md = report(tmp_path, str(folder))
     assert says in md and says in html
     assert "no cells: needs" in md or not records

@@ -21,6 +21,10 @@ def support_path(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]))
 
 
+SCRIPTED, INLINE, SLOW = (f"support_targets:{c}" for c in ("ScriptedTarget", "InlineTarget", "SlowInlineTarget"))
+PLUGINS = (SCRIPTED, INLINE, SLOW)          # matrix files name them; only the allow-list makes them code
+
+
 def matrix(tmp_path, target, seeds, accuracy=False):
     path = tmp_path / "faults.toml"
     path.write_text(textwrap.dedent(f"""
@@ -37,8 +41,8 @@ def matrix(tmp_path, target, seeds, accuracy=False):
 
 
 def test_every_failure_becomes_a_record_and_the_run_goes_on(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:ScriptedTarget", [1, 2, 3, 4, 5, 6], accuracy=True)
-    result = run_matrix(path, out=tmp_path / "runs", timeout=8, progress=False)
+    path = matrix(tmp_path, SCRIPTED, [1, 2, 3, 4, 5, 6], accuracy=True)
+    result = run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", timeout=8, progress=False)
     status = {r.cell.settings.seed: (r.status, r.reason or "") for r in RunStore(result.path).load()}
     assert status[1][0] == "ok"
     assert status[2][0] == "failed" and "exit code 3" in status[2][1]
@@ -51,32 +55,32 @@ def test_every_failure_becomes_a_record_and_the_run_goes_on(tmp_path, support_pa
 
 
 def test_accuracy_delta_is_against_the_baseline_cell(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:InlineTarget", [1, 7, 9], accuracy=True)
-    records = {r.cell.settings.seed: r for r in run_matrix(path, out=tmp_path / "runs", progress=False).records}
+    path = matrix(tmp_path, INLINE, [1, 7, 9], accuracy=True)
+    records = {r.cell.settings.seed: r for r in run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", progress=False).records}
     assert records[1].metrics.accuracy_delta_pp == 0.0
     assert records[7].metrics.accuracy_delta_pp == pytest.approx(0.6)
     assert records[9].metrics.accuracy_delta_pp == pytest.approx(0.8)
 
 
 def test_shards_partition_the_cells(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:InlineTarget", list(range(7, 20)))
-    ids = [{r.cell_id for r in run_matrix(path, out=tmp_path / "runs", shard=f"{i}/3", progress=False).records}
+    path = matrix(tmp_path, INLINE, list(range(7, 20)))
+    ids = [{r.cell_id for r in run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", shard=f"{i}/3", progress=False).records}
            for i in (1, 2, 3)]
     assert sum(map(len, ids)) == 14 and not (ids[0] & ids[1] or ids[1] & ids[2] or ids[0] & ids[2])
     assert in_shard("00000000000f", (1, 3)) and not in_shard("00000000000f", (2, 3))
 
 
 def test_jobs_run_cells_concurrently_and_record_each_once(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:InlineTarget", list(range(7, 15)))
-    result = run_matrix(path, out=tmp_path / "runs", jobs=3, progress=False)
+    path = matrix(tmp_path, INLINE, list(range(7, 15)))
+    result = run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", jobs=3, progress=False)
     ids = [r.cell_id for r in RunStore(result.path).load()]
     assert len(ids) == len(set(ids)) == 9
 
 
 def test_sigkill_midway_then_resume_records_every_cell_once(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:InlineTarget=0.4", list(range(7, 17)))
+    path = matrix(tmp_path, SLOW, list(range(7, 17)))
     cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"),
-           "--run-id", "killed", "--quiet"]
+           "--run-id", "killed", "--quiet", "--allow-plugin", SLOW]
     run_file = tmp_path / "runs" / "killed.jsonl"
     proc = subprocess.Popen(cmd, env=os.environ.copy())
     deadline = time.time() + 60
@@ -93,19 +97,19 @@ def test_sigkill_midway_then_resume_records_every_cell_once(tmp_path, support_pa
 
 
 def test_existing_run_needs_resume(tmp_path, support_path):
-    path = matrix(tmp_path, "support_targets:InlineTarget", [1])
-    run_matrix(path, out=tmp_path / "runs", run_id="once", progress=False)
+    path = matrix(tmp_path, INLINE, [1])
+    run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", run_id="once", progress=False)
     from msbench.errors import UserError
 
     with pytest.raises(UserError, match="--resume"):
-        run_matrix(path, out=tmp_path / "runs", run_id="once", progress=False)
-    assert run_matrix(path, out=tmp_path / "runs", run_id="once", resume=True, progress=False).records == []
+        run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", run_id="once", progress=False)
+    assert run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", run_id="once", resume=True, progress=False).records == []
 
 
 def test_default_jobs_follow_the_targets(support_path):
     from msbench.runner import default_jobs
 
-    assert default_jobs(["support_targets:InlineTarget"], {}) == 1          # says nothing: one at a time
+    assert default_jobs([INLINE], {}, PLUGINS) == 1          # says nothing: one at a time
     assert default_jobs(["mindspore:cpu"], {"accuracy": False}) == 1        # measuring: never shares the host
     model = default_jobs(["model:ascend910b"], {"accuracy": False})
     assert model == min(2, os.cpu_count() or 1)

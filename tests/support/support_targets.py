@@ -18,7 +18,7 @@ class ScriptedTarget:
     isolate = True
 
     def __init__(self, delay: str = "0", accuracy: bool = False) -> None:
-        self.name = "support_targets:ScriptedTarget"
+        self.name = f"support_targets:{type(self).__name__}"
         self.delay = float(delay)
         self.accuracy = accuracy
 
@@ -45,3 +45,33 @@ class InlineTarget(ScriptedTarget):
     """The same, in the runner's own process (like the device model)."""
 
     isolate = False
+
+
+class SlowInlineTarget(InlineTarget):
+    """Inline, 0.4 s a cell: slow enough to interrupt a run midway."""
+
+    def __init__(self, accuracy: bool = False) -> None:
+        super().__init__("0.4", accuracy)
+
+
+class SlowScriptedTarget(ScriptedTarget):
+    """Isolated, 2 s a cell: a worker is alive whenever the run is interrupted."""
+
+    def __init__(self, accuracy: bool = False) -> None:
+        super().__init__("2", accuracy)
+
+
+class EchoTarget:
+    """Inline, always ok, whatever the knobs (fuzzed matrices run on it: no seed may crash the test process)."""
+
+    isolate = False
+    name = "support_targets:EchoTarget"
+
+    def __init__(self, accuracy: bool = False) -> None:
+        self.accuracy = accuracy
+
+    def supports(self, cell: Cell) -> str | None:
+        return None
+
+    def run(self, cell: Cell) -> Record:
+        return Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, throughput=100.0))
