@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from hardware.capabilities import Facts, refusal
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
@@ -85,13 +86,24 @@ class ModelTarget:
         self.name = f"model:{profile}"
         self.accuracy = accuracy
 
+    @property
+    def kind(self) -> str:
+        """The capability table's kind: `model:npu` or `model:cpu`, by the profile."""
+        return f"model:{self.profile.profile.kind}"
+
+    def facts(self, marked_blocks: int | None = None) -> Facts:
+        return Facts(accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
+                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks)
+
     def supports(self, cell: Cell) -> str | None:
-        if cell.settings.sink and not self.profile.launch.supports_sink:
-            return f"dataset sink is not available on {self.profile.name} (MindSpore sinks only on Ascend/GPU)"
-        return None
+        return refusal(cell.settings, self.kind, self.facts())
 
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
+        marked = result.graph.meta.get("recomputed_blocks")
+        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
+        if reason:     # known only once the graph is extracted, as on the real target once the step is built
+            return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())
         status, reason = "ok", None
         if result.prediction.oom:
