@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping
 
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
-from msbench.settings import DEFAULTS, check_value, make_settings
+from msbench.settings import DEFAULTS, check_value, make_settings, recorded_settings
 from msbench.targets import TARGET_KINDS
 
 STRATEGIES = ("grid", "ofat", "pairwise")
@@ -153,12 +153,7 @@ def _text(value: Any) -> str:
 
 def _invalid_cell(values: Mapping[str, Any], common: dict[str, Any]) -> Cell:
     """A Cell that bypasses the combination rules, so an invalid cell still has a stable id."""
-    from msbench.settings import Settings
-
-    settings = object.__new__(Settings)
-    for name, default in DEFAULTS.items():
-        object.__setattr__(settings, name, values.get(name, default))
-    return Cell(settings=settings, **common)
+    return Cell(settings=recorded_settings(values), **common)
 
 
 def _knobs_of(table: Mapping[str, Any]) -> dict[str, Any]:

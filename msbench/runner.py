@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from msbench.cell import Cell
 from msbench.errors import UserError
+from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import Entry, Expansion, load_matrix
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
@@ -38,6 +39,7 @@ class RunResult:
     path: Path
     records: list[Record]          # records written by this invocation
     skipped: int                   # cells already recorded (resume) or outside the shard
+    rerun: int = 0                 # recorded cells run again because their fingerprint changed
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -140,9 +142,13 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
         raise UserError(f"{path} exists; pass --resume to continue it or choose another --run-id")
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
-    pending = [e for e in todo if e.cell.id not in done]
-    pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
     options = {"accuracy": matrix.accuracy}
+    fingerprint_of = fingerprinter({name: resolve_target(name, **options) for name in matrix.targets})
+    stale = stale_records(todo, done, fingerprint_of)       # recorded, but made by inputs that changed since
+    pending = [e for e in todo if e.cell.id not in done or e.cell.id in stale]
+    pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
+    if stale and progress:
+        print(rerun_line(len(stale)))
     jobs = jobs or default_jobs(matrix.targets, options)
     provenance = capture_provenance()
     run_name = path.stem
@@ -160,6 +166,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
         elif entry.baseline:
             with_accuracy_delta(record, record)
         record.run_id, record.provenance = run_name, provenance
+        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
@@ -173,7 +180,12 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
             run_batch(batch, execute, advance, jobs)
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
-    return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending))
+        if stale:
+            from msbench.cli import print_table
+
+            print(rerun_line(len(stale)) + "; against the previous record:")
+            print_table(["id", "workload", "label", "previous -> now"], change_rows(stale, written))
+    return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending), rerun=len(stale))
 
 
 def default_jobs(target_names: Iterable[str], options: Mapping[str, Any]) -> int:

@@ -38,6 +38,17 @@ class MindSporeTarget:
             reason = f"cache=true needs MindSpore's dataset-cache server binary ({cache_binary()} is missing)"
         return reason
 
+    def fingerprint(self, cell: Cell) -> str:
+        """What determines this target's numbers besides the host: the real target's sources, the capability
+        table and settings rules, the workload's sources, MindSpore's version, the device."""
+        from hardware.model.graph import mindspore_version, workload_sources
+        from msbench.freshness import files_digest, fingerprint
+
+        here = Path(__file__).resolve().parent
+        sources = [*here.glob("*.py"), here.parent / "capabilities.py", here.parents[1] / "msbench" / "settings.py",
+                   *workload_sources(cell.workload)]
+        return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device)
+
     def run(self, cell: Cell) -> Record:
         from hardware.mindspore.session import is_mindspore_oom
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from hardware.capabilities import Facts, refusal
@@ -19,6 +20,11 @@ from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
 from msbench.settings import Settings
+
+
+HARDWARE_DIR = Path(__file__).resolve().parent.parent
+MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (HARDWARE_DIR / d for d in ("model", "mindspore", "calibration"))
+SPINE = (HARDWARE_DIR / "capabilities.py", HARDWARE_DIR.parent / "msbench" / "settings.py")
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,19 @@ class ModelTarget:
 
     def supports(self, cell: Cell) -> str | None:
         return refusal(cell.settings, self.kind, self.facts())
+
+    def fingerprint(self, cell: Cell) -> str:
+        """What determines this target's numbers for the cell: the device model's sources, the capability
+        table and settings rules, the workload's sources, the profile, every calibration file, MindSpore's
+        version; with accuracy also the real target's sources (the accuracy run)."""
+        from hardware.model.graph import mindspore_version, workload_sources
+        from msbench.freshness import files_digest, fingerprint
+
+        sources = [*MODEL_DIR.glob("*.py"), *SPINE, *workload_sources(cell.workload)]
+        if self.accuracy:
+            sources += MINDSPORE_DIR.glob("*.py")
+        calibration = files_digest([CALIBRATION_DIR]) if CALIBRATION_DIR.exists() else None
+        return fingerprint("model", files_digest(sources), self.profile.digest, calibration, mindspore_version())
 
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)

@@ -45,3 +45,17 @@ class InlineTarget(ScriptedTarget):
     """The same, in the runner's own process (like the device model)."""
 
     isolate = False
+
+
+class FingerprintedTarget(InlineTarget):
+    """Inline, with a fingerprint read from $SUPPORT_FINGERPRINT: a test edits "the inputs" by changing it,
+    and the step time follows it, so a re-run shows new numbers."""
+
+    def fingerprint(self, cell: Cell) -> str:
+        return os.environ.get("SUPPORT_FINGERPRINT", "v1")
+
+    def run(self, cell: Cell) -> Record:
+        record = super().run(cell)
+        if record.metrics.step_time_s is not None:
+            record.metrics.step_time_s *= float(os.environ.get("SUPPORT_SLOWDOWN", "1"))
+        return record
