@@ -169,3 +169,11 @@ def test_targets_refuse_through_the_table():
     assert "predictions do not depend on the seed" in npu_model.supports(cell(seed=7))
     assert ModelTarget("ascend910b", accuracy=True).supports(cell(seed=7)) is None
     assert "not available" in cpu_model.supports(cell(mode="graph", sink=True))
+
+
+def test_predict_refuses_a_knob_the_model_does_not_read(capsys):
+    from msbench.cli import main
+
+    code = main(["predict", "resnet50", "--hardware", "ascend910b", "--set", "prefetch=4"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "prefetch=4: the device model reads only" in err
