@@ -177,3 +177,22 @@ def test_predict_refuses_a_knob_the_model_does_not_read(capsys):
     code = main(["predict", "resnet50", "--hardware", "ascend910b", "--set", "prefetch=4"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "prefetch=4: the device model reads only" in err
+
+
+def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(monkeypatch):
+    """Known once the graph is extracted (as on the real target once the step is built)."""
+    from hardware.model import target as model_target
+    from msbench.cell import Cell
+
+    profile = PROFILES["model:npu"]
+
+    def fake_predict_cell(workload, preset, overrides, settings, profile_name, marked=0):
+        graph = dataclasses.replace(GRAPH, meta={**GRAPH.meta, "recomputed_blocks": marked})
+        return model_target.CellPrediction(predict(graph, settings, profile, HOST), graph, profile)
+
+    monkeypatch.setattr(model_target, "predict_cell", fake_predict_cell)
+    cell = Cell(workload="resnet50", settings=make_settings({"recompute": "selective"}))
+    record = ModelTarget("ascend910b").run(cell)
+    assert record.status == "unsupported" and "marks no blocks to recompute" in record.reason
+    monkeypatch.setattr(model_target, "predict_cell", lambda *a: fake_predict_cell(*a, marked=4))
+    assert ModelTarget("ascend910b").run(cell).status == "ok"
