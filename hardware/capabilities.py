@@ -19,7 +19,6 @@ from msbench.settings import DEFAULTS, KNOB_META, Settings
 REAL_KINDS = ("mindspore:cpu", "mindspore:ascend", "mindspore:gpu")
 MODEL_KINDS = ("model:npu", "model:cpu")
 KINDS = REAL_KINDS + MODEL_KINDS
-ALL = KINDS
 CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-select failures measured on 2.10 CPU
 MODEL_PREFETCH_DEPTHS = (0, DEFAULTS["prefetch"])
 
@@ -28,7 +27,7 @@ MODEL_PREFETCH_DEPTHS = (0, DEFAULTS["prefetch"])
 class Effect:
     """What a supported value of a knob does on a target kind."""
 
-    how: str        # "applied" (a MindSpore call) | "modelled" (a device-model input)
+    how: str        # "applied" (a MindSpore call) | "modelled" (a device-model input) | "refused" (every value)
     what: str       # the call, or the input
 
 
@@ -45,6 +44,8 @@ class Facts:
 
 @dataclass(frozen=True)
 class Refusal:
+    """Values of `knob` that target kinds `kinds` cannot honour (`when`), and why (`reason`)."""
+
     knob: str
     kinds: tuple[str, ...]
     when: Callable[[Settings, Facts], bool]
@@ -148,7 +149,7 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("devices", ("mindspore:cpu",), lambda s, f: f.cpus is not None and s.devices > f.cpus,
             lambda s, f: f"devices={s.devices} exceeds the {f.cpus} CPUs of this host: data-parallel ranks "
                          "would share cores and measure contention, not scaling"),
-    Refusal("recompute", ALL, lambda s, f: s.recompute != "none" and f.marked_blocks == 0,
+    Refusal("recompute", KINDS, lambda s, f: s.recompute != "none" and f.marked_blocks == 0,
             lambda s, f: f"recompute={s.recompute}: the workload marks no blocks to recompute, "
                          "so the knob would change nothing"),
     Refusal("cache", MODEL_KINDS, lambda s, f: s.cache,
@@ -185,16 +186,10 @@ def refusal(settings: Settings, kind: str, facts: Facts = Facts()) -> str | None
     return None
 
 
-def knobs_where(kind_prefix: str, what: str) -> tuple[str, ...]:
-    """Knobs whose effect on every kind starting with `kind_prefix` mentions `what`, in Settings order
-    (e.g. the knobs that change the compiled op graph: `knobs_where("model:", GRAPH)`)."""
-    return tuple(k for k in DEFAULTS if all(what in e.what for kind, e in EFFECTS[k].items()
-                                            if kind.startswith(kind_prefix)))
-
-
 def graph_knobs() -> tuple[str, ...]:
-    """Knobs that change the compiled training step the device model reads (its cache key)."""
-    return knobs_where("model:", GRAPH)
+    """Knobs that change the compiled training step the device model reads (its cache key): those whose
+    model effect is the op graph, in Settings order."""
+    return tuple(k for k in DEFAULTS if all(GRAPH in EFFECTS[k][kind].what for kind in MODEL_KINDS))
 
 
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:
