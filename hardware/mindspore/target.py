@@ -17,6 +17,7 @@ from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
 from msbench.cell import Cell
+from msbench.errors import ConfigError
 from msbench.records import Metrics, Record, StepStats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,6 +122,9 @@ def add_accuracy(record: Record) -> None:
 
     try:
         result = accuracy_in_subprocess(record.cell)
+    except ConfigError as err:   # the cell's knobs have no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
+        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
+        return
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
         record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}

@@ -196,3 +196,15 @@ def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(mon
     assert record.status == "unsupported" and "marks no blocks to recompute" in record.reason
     monkeypatch.setattr(model_target, "predict_cell", lambda *a: fake_predict_cell(*a, marked=4))
     assert ModelTarget("ascend910b").run(cell).status == "ok"
+
+
+def test_an_accuracy_run_the_tiny_preset_cannot_express_leaves_a_reason():
+    """4096 data-parallel devices would be 4096 accumulated micro-batches (grad_accum allows 1024)."""
+    from hardware.mindspore.target import add_accuracy
+    from msbench.cell import Cell
+    from msbench.records import Record
+
+    record = Record(cell=Cell(workload="resnet50", settings=make_settings({"devices": 4096})), status="ok")
+    add_accuracy(record)
+    assert record.metrics.accuracy is None
+    assert "accuracy run impossible: grad_accum=4096" in record.metrics.extra["accuracy_run"]["reason"]
