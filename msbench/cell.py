@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from msbench.settings import Settings, make_settings, unchecked_settings
+from msbench.settings import Settings, recorded_settings
 
 
 def canonical_json(obj: Any) -> str:
@@ -43,14 +43,14 @@ class Cell:
         return {**self.key(), "label": self.label, "id": self.id}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], rules: bool = True) -> "Cell":
-        """`rules=False` reads the cell of an `invalid` record (its settings break a combination rule)."""
-        settings = data.get("settings", {})
+    def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
+        """A cell as written (a record, a request to a child): values are checked, the combination rules
+        are not, so an `invalid` cell reads back with its id. Rules judge user input (make_settings)."""
         return cls(
             workload=data["workload"],
             preset=data.get("preset", "tiny"),
             overrides=dict(data.get("overrides", {})),
-            settings=make_settings(settings) if rules else unchecked_settings(settings),
+            settings=recorded_settings(data.get("settings", {})),
             target=data.get("target", "model:ascend910b"),
             label=data.get("label", "base"),
         )

@@ -160,8 +160,10 @@ def list_command(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(rows, indent=2))
         else:
-            print_table(["name", "type", "default", "allowed", "help"],
-                        [[r["name"], r["type"], r["default"], r["allowed"], r["help"]] for r in rows])
+            kinds = list(rows[0]["targets"])
+            print_table(["name", "type", "default", "allowed", *kinds, "help"],
+                        [[r["name"], r["type"], r["default"], r["allowed"], *r["targets"].values(), r["help"]]
+                         for r in rows])
         return 0
     fn = {"workloads": "workloads.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
     rows = import_object(fn[args.what])()  # type: ignore[operator]

@@ -3,7 +3,9 @@
 asv's own `compare` reads every metric as lower-is-better and always exits 0; here each tracked
 metric keeps its direction (msbench.tracked), changes over a threshold are flagged, and any
 regression makes the exit code 1. Results come from asv's results directories or from msbench run
-records (their provenance names the commit).
+records (their provenance names the commit). Run records pair by cell id (workload, preset, settings
+and target): two cells that share a display label stay two rows. asv results have no cell id; they
+pair by asv's parameters (workload, variant, target), which a matrix makes unique.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ class Observation:
     metric: str
     value: float | None
     status: str
+    cell_id: str = ""           # run records: the cell's id, the pairing key; asv: none
+
+    @property
+    def key(self) -> str | CellKey:
+        return self.cell_id or self.cell
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class Row:
     change: float | None        # relative (0.05 = +5 %) or, for pp metrics, the difference in pp
     direction: str              # better | worse | same | "" (not comparable)
     flag: str                   # regression | improvement | lost | new | removed | ""
+    cell_id: str = ""           # the cell compared (run records); labels are for display only
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,7 @@ def run_observations(files: list[Path]) -> Iterable[Observation]:
             continue                          # a dirty tree's numbers belong to no commit
         for metric, value in tracked_values(rec.metrics).items():
             yield Observation("runs", commit, cell_key(rec.cell), metric,
-                              value if rec.status == "ok" else None, rec.status)
+                              value if rec.status == "ok" else None, rec.status, rec.cell_id)
 
 
 def load_observations(root: Path) -> Results:
@@ -145,27 +153,29 @@ def compare_values(metric: TrackedMetric, before: float, after: float, threshold
 def compare(observations: list[Observation], before: str, after: str, threshold: float = 0.05,
             tolerance_pp: float = ACCURACY_TOLERANCE_PP) -> list[Row]:
     """One row per (source, cell, metric) seen at either commit, regressions first."""
-    table: dict[tuple[str, CellKey, str], dict[str, Observation]] = {}
+    table: dict[tuple[str, str | CellKey, str], dict[str, Observation]] = {}
     for o in observations:
         if o.commit in (before, after):
-            table.setdefault((o.source, o.cell, o.metric), {})[o.commit] = o
+            table.setdefault((o.source, o.key, o.metric), {})[o.commit] = o
     both = {o.source for o in observations if o.commit == before} & {o.source for o in observations if o.commit == after}
     if any(s.startswith("asv ") for s in both):
         both = {s for s in both if s.startswith("asv ")}    # the suite's own records repeat asv's numbers
     rows = []
-    for (source, cell, name), pair in table.items():
+    for (source, _key, name), pair in table.items():
         if source not in both:
             continue
-        row = compare_pair(source, cell, TRACKED[name], pair.get(before), pair.get(after), threshold, tolerance_pp)
+        seen = pair.get(after) or pair[before]
+        row = compare_pair(source, seen.cell, TRACKED[name], pair.get(before), pair.get(after), threshold,
+                           tolerance_pp, seen.cell_id)
         if row is not None:
             rows.append(row)
-    rows.sort(key=lambda r: (FLAG_ORDER[r.flag], r.source, r.workload, r.variant, r.target,
+    rows.sort(key=lambda r: (FLAG_ORDER[r.flag], r.source, r.workload, r.variant, r.target, r.cell_id,
                              list(TRACKED).index(r.metric)))
     return rows
 
 
 def compare_pair(source: str, cell: CellKey, metric: TrackedMetric, b: Observation | None, a: Observation | None,
-                 threshold: float, tolerance_pp: float) -> Row | None:
+                 threshold: float, tolerance_pp: float, cell_id: str = "") -> Row | None:
     bv, av = (b.value if b else None), (a.value if a else None)
     change, direction, flag = None, "", ""
     if bv is not None and av is not None:
@@ -177,7 +187,7 @@ def compare_pair(source: str, cell: CellKey, metric: TrackedMetric, b: Observati
         flag = "new"
     else:
         return None                                         # skipped or failed at both commits
-    return Row(source, *cell, metric.name, metric.unit, bv, av, change, direction, flag)
+    return Row(source, *cell, metric.name, metric.unit, bv, av, change, direction, flag, cell_id)
 
 
 # ---- output --------------------------------------------------------------------------------------
@@ -215,7 +225,7 @@ def summary(rows: list[Row]) -> dict[str, int]:
 
 def markdown(rows: list[Row], before: str, after: str, threshold: float, tolerance_pp: float) -> str:
     sources = sorted({r.source for r in rows})
-    head = ["workload", "variant", "target", "metric", "before", "after", "change", "better/worse", "flag"]
+    head = ["workload", "variant", "target", "metric", "before", "after", "change", "better/worse", "flag", "cell"]
     if len(sources) > 1:
         head.insert(0, "source")
     lines = [f"Comparing {before[:8]} -> {after[:8]} ({', '.join(sources) or 'no common source'}); "
@@ -224,7 +234,7 @@ def markdown(rows: list[Row], before: str, after: str, threshold: float, toleran
     for r in rows:
         cells = [r.workload, r.variant, r.target, r.metric, format_value(r.before, r.unit),
                  format_value(r.after, r.unit), format_change(r), r.direction,
-                 f"**{r.flag}**" if r.flag in BAD_FLAGS else r.flag]
+                 f"**{r.flag}**" if r.flag in BAD_FLAGS else r.flag, r.cell_id]
         if len(sources) > 1:
             cells.insert(0, r.source)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.names import check_name
-from msbench.settings import DEFAULTS, check_value, make_settings, unchecked_settings
+from msbench.settings import DEFAULTS, check_value, make_settings, recorded_settings
 from msbench.targets import check_target_name
 
 STRATEGIES = ("grid", "ofat", "pairwise")
@@ -170,7 +170,7 @@ def _text(value: Any) -> str:
 
 def _invalid_cell(values: Mapping[str, Any], common: dict[str, Any]) -> Cell:
     """A Cell that bypasses the combination rules, so an invalid cell still has a stable id."""
-    return Cell(settings=unchecked_settings(values), **common)
+    return Cell(settings=recorded_settings(values), **common)
 
 
 def _knobs_of(table: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,29 @@ from typing import Any, Mapping
 
 from msbench.cell import Cell
 
-SCHEMA = 1
+SCHEMA = 2                 # 2: `fingerprint` (what produced the numbers); see MIGRATIONS
 STATUSES = ("ok", "oom", "failed", "timeout", "unsupported", "invalid")
+
+
+def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 had no fingerprint: such a record's inputs are unknown, so `--resume` re-runs its cell."""
+    return {**data, "fingerprint": None, "schema": 2}
+
+
+MIGRATIONS = {1: migrate_1_to_2}     # from schema N to N + 1
+
+
+def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's dict brought to SCHEMA, one step at a time; an unknown (or newer) schema is refused."""
+    out = dict(data)
+    version = out.get("schema")
+    while version != SCHEMA:
+        if version not in MIGRATIONS:
+            allowed = ", ".join(str(v) for v in sorted([*MIGRATIONS, SCHEMA]))
+            raise ValueError(f"schema={version!r} is not supported; allowed: {allowed}")
+        out = MIGRATIONS[version](out)
+        version = out["schema"]
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +79,7 @@ class Record:
     provenance: dict[str, Any] = field(default_factory=dict)
     run_id: str = ""
     profile_hash: str | None = None
+    fingerprint: str | None = None      # hash of what determined the numbers (the target's sources, profile...)
     started_at: float = field(default_factory=time.time)
     duration_s: float = 0.0
     schema: int = SCHEMA
@@ -82,15 +104,14 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Record":
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"schema={data.get('schema')!r} is not supported; allowed: {SCHEMA}")
+        data = migrate(data)
         metrics = dict(data.get("metrics") or {})
         stats = metrics.pop("step_time_stats", None)
         known = {f.name for f in fields(Metrics)}
         unknown = sorted(set(metrics) - known)
         if unknown:
             raise ValueError(f"metrics.{unknown[0]} is not a known metric; allowed: {', '.join(sorted(known))}")
-        cell = Cell.from_dict(data["cell"], rules=data.get("status") != "invalid")
+        cell = Cell.from_dict(data["cell"])
         if data.get("cell_id", cell.id) != cell.id:
             raise ValueError(f"cell_id={data['cell_id']!r} does not match its cell (computed {cell.id})")
         return cls(
@@ -101,6 +122,7 @@ class Record:
             provenance=dict(data.get("provenance") or {}),
             run_id=data.get("run_id", ""),
             profile_hash=data.get("profile_hash"),
+            fingerprint=data.get("fingerprint"),
             started_at=data.get("started_at", 0.0),
             duration_s=data.get("duration_s", 0.0),
         )
@@ -116,6 +138,7 @@ class Record:
             "target": self.cell.target, "label": self.cell.label, "status": self.status,
             "reason": self.reason, "run_id": self.run_id, "started_at": self.started_at,
             "commit": self.provenance.get("commit"), "profile_hash": self.profile_hash,
+            "fingerprint": self.fingerprint,
         }
         row.update(self.cell.settings.to_dict())
         for key, value in asdict(self.metrics).items():

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated, kill_live_children
 from msbench.errors import UserError
+from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
 from msbench.names import check_name
 from msbench.plugins import check_spec
@@ -52,6 +53,7 @@ class RunResult:
     path: Path
     records: list[Record]          # records written by this invocation
     skipped: int                   # cells already recorded (resume) or outside the shard
+    rerun: int = 0                 # recorded cells run again because their fingerprint changed
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -191,8 +193,13 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
-    pending = [e for e in todo if e.cell.id not in done]
+    fingerprint_of = fingerprinter({name: resolve_target(name, plugins, **options)
+                                    for name in expansion.matrix.targets})
+    stale = stale_records(todo, done, fingerprint_of)       # recorded, but made by inputs that changed since
+    pending = [e for e in todo if e.cell.id not in done or e.cell.id in stale]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
+    if stale and progress:
+        print(rerun_line(len(stale)))
     provenance = capture_provenance()
     run_name = path.stem
     baselines = {r.cell_id: r for r in done.values()}
@@ -212,6 +219,7 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
         record.run_id, record.provenance = run_name, provenance
         if stop.is_set():
             return record                               # its children were killed mid-cell: not a result
+        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
@@ -232,7 +240,12 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
         raise RunInterrupted(path, len(done) + len(written), len(todo), code) from None
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
-    return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending))
+        if stale:
+            from msbench.cli import print_table
+
+            print(rerun_line(len(stale)) + "; against the previous record:")
+            print_table(["id", "workload", "label", "previous -> now"], change_rows(stale, written))
+    return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending), rerun=len(stale))
 
 
 def default_jobs(target_names: Iterable[str], options: Mapping[str, Any], plugins: tuple[str, ...] = ()) -> int:

@@ -94,12 +94,20 @@ RULES: tuple[Rule, ...] = (
          "graph_kernel=false when jit_level=O2", lambda s: s.graph_kernel and s.jit_level == "O2"),
     Rule(("loss_scale", "amp_level"), "loss scaling needs fp16 compute (amp_level other than O0)",
          "loss_scale=none when amp_level=O0", lambda s: s.loss_scale != "none" and s.amp_level == "O0"),
+    Rule(("keep_batchnorm_fp32", "amp_level"), "keep_batchnorm_fp32 acts only under amp_level O2/O3 "
+         "(O0 computes in fp32, O1 never casts the norm layers)", "keep_batchnorm_fp32=unset unless amp_level is O2|O3",
+         lambda s: s.keep_batchnorm_fp32 is not None and s.amp_level in ("O0", "O1")),
+    Rule(("keep_batchnorm_fp32", "amp_level"), "keep_batchnorm_fp32 may only change its AMP level's default "
+         "(O2 keeps norms fp32, O3 does not): the same value again would be a cell that changes nothing",
+         "keep_batchnorm_fp32=false at O2, true at O3, else unset",
+         lambda s: (s.amp_level, s.keep_batchnorm_fp32) in (("O2", True), ("O3", False))),
     Rule(("cache", "data_format"), "the dataset cache needs a mappable source (data_format=mindrecord); "
          "MindSpore refuses a GeneratorDataset under cache", "cache=false unless data_format=mindrecord",
          lambda s: s.cache and s.data_format != "mindrecord"),
 )
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
+KNOB_META: dict[str, Mapping[str, Any]] = {f.name: f.metadata for f in fields(Settings)}
 UNSET_TYPES: dict[str, type] = {"batch_size": int, "keep_batchnorm_fp32": bool}   # knobs whose default is "unset"
 KNOB_TYPES: dict[str, type] = {f.name: UNSET_TYPES.get(f.name, type(f.default)) for f in fields(Settings)}
 
@@ -112,8 +120,7 @@ def describe_allowed(allowed: tuple | range | None) -> str:
 
 def check_value(name: str, value: Any, where: str = "") -> None:
     """Type and range check of one knob value (already parsed)."""
-    meta = next(f for f in fields(Settings) if f.name == name).metadata
-    allowed = meta["allowed"]
+    allowed = KNOB_META[name]["allowed"]
     if value is None and DEFAULTS[name] is None:
         return
     expected = KNOB_TYPES[name]
@@ -139,7 +146,7 @@ def parse_value(name: str, text: str) -> Any:
         try:
             return int(text)
         except ValueError:
-            raise ConfigError(name, text, describe_allowed(next(f for f in fields(Settings) if f.name == name).metadata["allowed"])) from None
+            raise ConfigError(name, text, describe_allowed(KNOB_META[name]["allowed"])) from None
     return text.strip()
 
 
@@ -170,14 +177,14 @@ def make_settings(values: Mapping[str, Any], where: str = "") -> Settings:
         raise
 
 
-def unchecked_settings(values: Mapping[str, Any]) -> Settings:
-    """Settings whose values are type-checked but whose combination rules are not applied: the settings of
-    an `invalid` cell, kept so that it has a stable id and its record reads back from a run file."""
+def recorded_settings(values: Mapping[str, Any], where: str = "") -> Settings:
+    """Settings as a record or an invalid matrix entry holds them: each value checked, the combination
+    rules not applied (they judge user input; an `invalid` cell must still read back, with its id)."""
     unknown = sorted(set(values) - set(DEFAULTS))
     if unknown:
-        raise ConfigError("knob", unknown[0], ", ".join(DEFAULTS))
+        raise ConfigError("knob", unknown[0], ", ".join(DEFAULTS), where)
     for name, value in values.items():
-        check_value(name, value)
+        check_value(name, value, where)
     settings = object.__new__(Settings)
     for name, default in DEFAULTS.items():
         object.__setattr__(settings, name, values.get(name, default))
@@ -185,7 +192,10 @@ def unchecked_settings(values: Mapping[str, Any]) -> Settings:
 
 
 def knob_table() -> list[dict[str, Any]]:
-    """The knob table printed by `msbench list knobs`."""
+    """The knob table printed by `msbench list knobs`: one column per target kind from the capability
+    table (applied / modelled, with the values that kind refuses)."""
+    from hardware.capabilities import KINDS, summary
+
     rows = []
     for f in fields(Settings):
         allowed = f.metadata["allowed"]
@@ -195,5 +205,6 @@ def knob_table() -> list[dict[str, Any]]:
             "default": f.default,
             "allowed": (describe_allowed(allowed) if isinstance(allowed, range) else list(allowed)),
             "help": f.metadata["help"],
+            "targets": {kind: summary(f.name, kind) for kind in KINDS},
         })
     return rows

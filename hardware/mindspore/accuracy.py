@@ -21,14 +21,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from hardware.capabilities import NUMERICS
 from msbench.cache import cached, content_key, source_hash
 from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
 from msbench.settings import Settings, make_settings
 
-NUMERICS_KNOBS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
-                  "lr_schedule", "seed")
+NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a run's numbers
 CACHE_KIND = "accuracy"
 RESULT_PREFIX = "MSBENCH_ACCURACY "
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,11 +13,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hardware.capabilities import Facts, refusal
 from msbench.settings import Settings
 
 MS_DEVICE = {"cpu": "CPU", "ascend": "Ascend", "gpu": "GPU"}
 DEVICE_NODES = {"ascend": "/dev/davinci[0-9]*", "gpu": "/dev/nvidia[0-9]*"}
-CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-select failures measured on 2.10 CPU
 ISA_ENV = "ONEDNN_MAX_CPU_ISA"
 _op_threads: int | None = None
 
@@ -72,32 +72,11 @@ def device_present(device: str) -> bool:
 
 def unsupported_reason(settings: Settings, device: str, cpus: int | None = None,
                        device_check: bool = True) -> str | None:
-    """Why `device` cannot honour these settings (None when it can). Nothing is measured as if applied."""
-    cpus = host_cpus() if cpus is None else cpus
+    """Why `device` cannot honour these settings (None when it can): the device's presence, then the
+    capability table's refusals for `mindspore:<device>`. Nothing is measured as if applied."""
     if device_check and not device_present(device):
         return f"device={device}: no {MS_DEVICE[device]} device on this host ({DEVICE_NODES[device]} absent)"
-    if settings.workers > cpus:
-        return (f"workers={settings.workers} exceeds the {cpus} CPUs of this host "
-                "(mindspore.dataset refuses num_parallel_workers > cpu count)")
-    if settings.prefetch == 0:
-        return ("prefetch=0: mindspore.dataset always prefetches at least one batch "
-                "(ds.config.set_prefetch_size needs >= 1), so no-prefetch cannot be measured")
-    if device != "cpu":
-        return None
-    if settings.sink:
-        return "sink=true: dataset sink is Ascend/GPU only; MindSpore 2.10 silently falls back to non-sink on CPU"
-    if settings.jit_level == "O1":
-        return ("jit_level=O1 on CPU: accepted but does no fusion (losses bit-identical to O0); "
-                "use graph_kernel=true for CPU fusion")
-    if settings.jit_level == "O2":
-        return "jit_level=O2 sinks the whole graph through GE, which exists on Ascend only"
-    if settings.optimizer in CPU_OPTIMIZERS_MISSING:
-        return (f"optimizer={settings.optimizer}: MindSpore 2.10 has no CPU kernel for "
-                f"{CPU_OPTIMIZERS_MISSING[settings.optimizer]} (kernel select fails)")
-    if settings.devices > cpus:
-        return (f"devices={settings.devices} exceeds the {cpus} CPUs of this host: data-parallel ranks "
-                "would share cores and measure contention, not scaling")
-    return None
+    return refusal(settings, f"mindspore:{device}", Facts(cpus=host_cpus() if cpus is None else cpus))
 
 
 def plan_context(settings: Settings, device: str, threads: int | None = None) -> ContextPlan:

@@ -55,21 +55,26 @@ def run_distributed(cell: Cell, device: str, config: MeasureConfig) -> Record:
 
 
 def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
-    """One record from every rank's numbers: the slowest rank's step time, the largest rank's memory."""
+    """One record from every rank's numbers: the slowest rank's step time, the largest rank's memory.
+    A rank times calls; under dataset sink one call runs `steps_per_call` optimizer steps (a sink round),
+    so its times are divided by that count, as for a single-device session (`target.per_step`)."""
     unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
     if unsupported:
         return Record(cell=cell, status="unsupported", reason=unsupported[0])
     from hardware.mindspore.memory import MemoryReport
-    from hardware.mindspore.target import make_metrics
+    from hardware.mindspore.target import make_metrics, per_step
 
-    slowest = max(ranks, key=lambda r: r["stats"]["median"])
+    def step_median(rank: dict[str, Any]) -> float:
+        return rank["stats"]["median"] / rank.get("steps_per_call", 1)
+
+    slowest = max(ranks, key=step_median)
     biggest = max(ranks, key=lambda r: r["memory"]["headline_bytes"] or 0)
-    metrics = make_metrics(stats=StepStats(**slowest["stats"]), data_s=slowest["data_s"],
+    per_call = int(slowest.get("steps_per_call", 1))
+    metrics = make_metrics(stats=per_step(StepStats(**slowest["stats"]), per_call), data_s=slowest["data_s"] / per_call,
                            compile_s=slowest["compile_s"], global_samples=slowest["global_samples"],
                            step_batch=slowest["step_batch"], memory=MemoryReport(**biggest["memory"]),
-                           extra={**slowest["extra"], "device": device, "ranks": len(ranks), "steps_per_call": 1,
-                                  "slowest_rank": slowest["rank"],
-                                  "rank_medians": [r["stats"]["median"] for r in ranks]})
+                           extra={**slowest["extra"], "device": device, "ranks": len(ranks), "steps_per_call": per_call,
+                                  "slowest_rank": slowest["rank"], "rank_medians": [step_median(r) for r in ranks]})
     return Record(cell=cell, status="ok", metrics=metrics)
 
 
@@ -102,7 +107,8 @@ def rank_main(request_path: str) -> int:
     out: dict[str, Any] = {"rank": rank, "unsupported": result.unsupported}
     if not result.unsupported:
         m = result.measurement
-        out.update(stats=asdict(m.stats), compile_s=m.compile_s, data_s=m.data_s, step_batch=result.step_batch,
+        out.update(stats=asdict(m.stats), steps_per_call=result.steps_per_call, compile_s=m.compile_s, data_s=m.data_s,
+                   step_batch=result.step_batch,
                    global_samples=result.global_samples, memory=asdict(result.memory), extra=result.extra)
     Path(request["out"], f"rank{rank}.json").write_text(json.dumps(out))
     return 0

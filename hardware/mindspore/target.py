@@ -17,6 +17,7 @@ from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
 from msbench.cell import Cell
+from msbench.errors import ConfigError
 from msbench.records import Metrics, Record, StepStats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +38,17 @@ class MindSporeTarget:
         if reason is None and cell.settings.cache and not cache_binary().exists():
             reason = f"cache=true needs MindSpore's dataset-cache server binary ({cache_binary()} is missing)"
         return reason
+
+    def fingerprint(self, cell: Cell) -> str:
+        """What determines this target's numbers besides the host: the real target's sources, the capability
+        table and settings rules, the workload's sources, MindSpore's version, the device."""
+        from hardware.model.graph import mindspore_version, workload_sources
+        from msbench.freshness import files_digest, fingerprint
+
+        here = Path(__file__).resolve().parent
+        sources = [*here.glob("*.py"), here.parent / "capabilities.py", here.parents[1] / "msbench" / "settings.py",
+                   *workload_sources(cell.workload)]
+        return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device)
 
     def run(self, cell: Cell) -> Record:
         from hardware.mindspore.session import is_mindspore_oom
@@ -110,6 +122,9 @@ def add_accuracy(record: Record) -> None:
 
     try:
         result = accuracy_in_subprocess(record.cell)
+    except ConfigError as err:   # the cell's knobs have no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
+        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
+        return
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
         record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}

@@ -27,8 +27,15 @@ def prediction_json(cell: Cell) -> str:
 
 
 def predict_command(args: argparse.Namespace) -> int:
+    from hardware.model.target import ModelTarget
+    from msbench.errors import UserError
+
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
-    text = prediction_json(cell_from_args(args, f"model:{args.hardware}"))
+    cell = cell_from_args(args, f"model:{args.hardware}")
+    reason = ModelTarget(args.hardware).supports(cell)  # the capability table: never a knob that changes nothing
+    if reason:
+        raise UserError(f"unsupported on model:{args.hardware}: {reason}")
+    text = prediction_json(cell)
     if args.json:
         print(text)
         return 0

@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from hardware.capabilities import graph_knobs
 from msbench.cache import cache_dir, cached, content_key, source_hash
 from msbench.host_share import shared_host
 from msbench.settings import Settings
@@ -23,10 +24,9 @@ from hardware.model.opgraph import OpGraph
 
 CACHE_KIND = "opgraph"
 SCHEMA = 1                       # bump when the OpGraph layout changes (parser edits change PARSER_SOURCES)
-# The knobs that change the compiled step (mode/jit level/fusion/data knobs do not: the graph is
-# always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
-GRAPH_KNOBS = ("amp_level", "keep_batchnorm_fp32", "recompute", "batch_size", "grad_accum",
-               "optimizer", "loss_scale", "lr_schedule")
+# The knobs that change the compiled step, from the capability table (mode/jit level/fusion/data knobs
+# do not: the graph is always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
+GRAPH_KNOBS = graph_knobs()
 EXTRACT_TIMEOUT_S = 600.0
 # Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
 PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py"))

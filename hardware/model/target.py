@@ -10,14 +10,21 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
+from hardware.capabilities import Facts, refusal
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
 from msbench.settings import Settings
+
+
+HARDWARE_DIR = Path(__file__).resolve().parent.parent
+MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (HARDWARE_DIR / d for d in ("model", "mindspore", "calibration"))
+SPINE = (HARDWARE_DIR / "capabilities.py", HARDWARE_DIR.parent / "msbench" / "settings.py")
 
 
 @dataclass(frozen=True)
@@ -85,13 +92,37 @@ class ModelTarget:
         self.name = f"model:{profile}"
         self.accuracy = accuracy
 
+    @property
+    def kind(self) -> str:
+        """The capability table's kind: `model:npu` or `model:cpu`, by the profile."""
+        return f"model:{self.profile.profile.kind}"
+
+    def facts(self, marked_blocks: int | None = None) -> Facts:
+        return Facts(accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
+                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks)
+
     def supports(self, cell: Cell) -> str | None:
-        if cell.settings.sink and not self.profile.launch.supports_sink:
-            return f"dataset sink is not available on {self.profile.name} (MindSpore sinks only on Ascend/GPU)"
-        return None
+        return refusal(cell.settings, self.kind, self.facts())
+
+    def fingerprint(self, cell: Cell) -> str:
+        """What determines this target's numbers for the cell: the device model's sources, the capability
+        table and settings rules, the workload's sources, the profile, every calibration file, MindSpore's
+        version; with accuracy also the real target's sources (the accuracy run)."""
+        from hardware.model.graph import mindspore_version, workload_sources
+        from msbench.freshness import files_digest, fingerprint
+
+        sources = [*MODEL_DIR.glob("*.py"), *SPINE, *workload_sources(cell.workload)]
+        if self.accuracy:
+            sources += MINDSPORE_DIR.glob("*.py")
+        calibration = files_digest([CALIBRATION_DIR]) if CALIBRATION_DIR.exists() else None
+        return fingerprint("model", files_digest(sources), self.profile.digest, calibration, mindspore_version())
 
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
+        marked = result.graph.meta.get("recomputed_blocks")
+        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
+        if reason:     # known only once the graph is extracted, as on the real target once the step is built
+            return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())
         status, reason = "ok", None
         if result.prediction.oom:

@@ -37,7 +37,7 @@ def run_rows(before: RecordSet, after: RecordSet, threshold: float, tolerance_pp
     of two different matrices."""
     both = common_cells(before, after)
     observations = [Observation("runs", side, cell_key(rec.cell), name, value if rec.status == "ok" else None,
-                                rec.status)
+                                rec.status, rec.cell_id)
                     for side, runs in ((BEFORE, before), (AFTER, after)) for rec in runs.records
                     if rec.cell_id in both for name, value in tracked_values(rec.metrics).items()]
     return compare(observations, BEFORE, AFTER, threshold, tolerance_pp)
@@ -77,7 +77,7 @@ def diff_frame(rows: Iterable[Row], ids: Mapping[tuple[str, str, str], str]) -> 
         if row.change is not None and not TRACKED[row.metric].absolute:
             data["change"] = row.change * 100.0
         data["metric"] = f"{row.metric} ({'pp' if TRACKED[row.metric].absolute else '%'})"
-        data["cell_id"] = ids.get((row.workload, row.variant, row.target), "")
+        data["cell_id"] = row.cell_id or ids.get((row.workload, row.variant, row.target), "")
         out.append(data)
     return pd.DataFrame(out, columns=DIFF_COLUMNS)
 

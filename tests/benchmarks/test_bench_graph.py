@@ -1,7 +1,8 @@
-"""Speed of graph extraction (pytest-benchmark; run with --benchmark-enable to see the figures).
+"""Speed of graph extraction (pytest-benchmark, run with --benchmark-enable by `make test`).
 
 Claim (issue 5): a cold extraction (child process: import MindSpore, build the real step, compile
 without running, parse the final kernel-graph IR) takes under 15 s; a warm one is a cache read.
+Thresholds are generous for a shared CI machine: 45 s cold (one round), a warm median under 50 ms.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def test_cold_extraction(benchmark, bench_cache, monkeypatch):
     graph = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), setup=empty_cache,
                                rounds=1, iterations=1)
     assert graph.ops and graph.meta["ops_by_phase"]["backward"] > 0
+    assert benchmark.stats.stats.min < 45.0
 
 
 @pytest.mark.slow
@@ -40,3 +42,4 @@ def test_warm_extraction(benchmark, bench_cache, monkeypatch):
     cold = extract_graph("resnet50", "tiny", {}, SETTINGS)
     warm = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), rounds=20, warmup_rounds=1)
     assert warm == cold
+    assert benchmark.stats.stats.median < 0.050

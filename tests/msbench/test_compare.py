@@ -153,6 +153,28 @@ def test_run_records_are_compared_by_their_commit(tmp_path, capsys):
     assert rows[("base", "throughput")]["source"] == "runs"
 
 
+def test_two_cells_sharing_a_label_stay_two_rows(tmp_path, capsys):
+    """Labels are for display: two matrices can both call different cells `amp`; pairing is by cell id."""
+    def rec(commit, settings, throughput):
+        cell = Cell(workload="resnet50", preset="tiny", settings=settings, label="amp")
+        return Record(cell=cell, status="ok", metrics=Metrics(throughput=throughput, peak_memory_bytes=1 << 30),
+                      provenance={"commit": commit, "dirty": False})
+    o2, o3 = Settings(amp_level="O2"), Settings(amp_level="O3")
+    store = RunStore(tmp_path / "runs" / "two.jsonl")
+    for r in (rec(A, o2, 500.0), rec(A, o3, 800.0), rec(B, o2, 500.0), rec(B, o3, 400.0)):
+        store.append(r)
+    code, out, _ = run_compare(capsys, A[:8], B[:8], "--results", str(tmp_path / "runs"), "--json")
+    rows = [r for r in json.loads(out)["rows"] if r["metric"] == "throughput"]
+    by_id = {r["cell_id"]: r for r in rows}
+    o2_id, o3_id = (Cell(workload="resnet50", settings=s, label="amp").id for s in (o2, o3))
+    assert len(rows) == 2 and set(by_id) == {o2_id, o3_id}
+    assert (by_id[o2_id]["before"], by_id[o2_id]["after"], by_id[o2_id]["flag"]) == (500.0, 500.0, "")
+    assert (by_id[o3_id]["before"], by_id[o3_id]["after"], by_id[o3_id]["flag"]) == (800.0, 400.0, "regression")
+    assert all(r["variant"] == "amp" for r in rows) and code == 1
+    code, out, _ = run_compare(capsys, A[:8], B[:8], "--results", str(tmp_path / "runs"))
+    assert o2_id in out and o3_id in out
+
+
 def test_tracked_values_of_a_record():
     values = tracked_values(Metrics(throughput=250.0, peak_memory_bytes=1024, accuracy_delta_pp=-1.5))
     assert values == {"throughput": 250.0, "seconds_per_sample": 0.004, "peak_memory": 1024.0,

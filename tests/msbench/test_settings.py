@@ -1,7 +1,7 @@
 import pytest
 
 from msbench.errors import ConfigError
-from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_settings, parse_assignments
+from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_settings, parse_assignments, recorded_settings
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
@@ -41,9 +41,40 @@ def test_bad_values_and_combinations_name_the_field_value_and_rule(values, field
     assert fragment in str(err.value) and "m.toml" in str(err.value)
 
 
+# One crafted combination per rule, in RULES order: each must break exactly that rule.
+RULE_FIRES = [
+    {"mode": "pynative", "sink": True},
+    {"mode": "graph", "sink_size": 8},
+    {"mode": "graph", "sink": True, "sink_size": 0},
+    {"mode": "pynative", "jit_level": "O1"},
+    {"mode": "pynative", "graph_kernel": True},
+    {"mode": "graph", "jit_level": "O2", "graph_kernel": True},
+    {"amp_level": "O0", "loss_scale": "static"},
+    {"amp_level": "O1", "keep_batchnorm_fp32": True},
+    {"amp_level": "O2", "keep_batchnorm_fp32": True},
+    {"data_format": "generator", "cache": True},
+]
+
+
 def test_every_rule_can_fire_and_defaults_break_none():
     assert not any(rule.violated(Settings()) for rule in RULES)
     assert len({r.text for r in RULES}) == len(RULES)
+    assert len(RULE_FIRES) == len(RULES)
+    for rule, values in zip(RULES, RULE_FIRES):
+        candidate = recorded_settings(values)
+        assert [r.text for r in RULES if r.violated(candidate)] == [rule.text], values
+        with pytest.raises(ConfigError) as err:
+            make_settings(values)
+        assert err.value.field == rule.knobs[0] and err.value.rule == rule.text
+
+
+def test_recorded_settings_keep_an_invalid_combination_but_check_each_value():
+    s = recorded_settings({"mode": "pynative", "sink": True})
+    assert (s.mode, s.sink) == ("pynative", True) and s.non_default() == {"sink": True}
+    with pytest.raises(ConfigError, match="amp_level='O9'"):
+        recorded_settings({"amp_level": "O9"})
+    with pytest.raises(ConfigError, match="knob='colour'"):
+        recorded_settings({"colour": "red"})
 
 
 def test_cli_assignments_are_typed():

@@ -75,3 +75,17 @@ class EchoTarget:
 
     def run(self, cell: Cell) -> Record:
         return Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, throughput=100.0))
+
+
+class FingerprintedTarget(InlineTarget):
+    """Inline, with a fingerprint read from $SUPPORT_FINGERPRINT: a test edits "the inputs" by changing it,
+    and the step time follows it, so a re-run shows new numbers."""
+
+    def fingerprint(self, cell: Cell) -> str:
+        return os.environ.get("SUPPORT_FINGERPRINT", "v1")
+
+    def run(self, cell: Cell) -> Record:
+        record = super().run(cell)
+        if record.metrics.step_time_s is not None:
+            record.metrics.step_time_s *= float(os.environ.get("SUPPORT_SLOWDOWN", "1"))
+        return record

@@ -108,9 +108,9 @@ def test_amp_o2_dynamic_loss_scale_skips_overflow_and_halves(toy, mode):
     assert dense.weight.dtype == ms.float32           # master weights stay fp32 under O2
 
 
-@pytest.mark.parametrize("level,keep_bn,expected", [("O0", True, "O0"), ("O1", True, "O1"),
-                                                     ("O2", True, "fp16, norms fp32"),
-                                                     ("O3", False, "fp16 everywhere")])
+@pytest.mark.parametrize("level,keep_bn,expected", [("O0", None, "O0"), ("O1", None, "O1"),
+                                                     ("O2", None, "fp16, norms fp32"), ("O2", False, "fp16 everywhere"),
+                                                     ("O3", None, "fp16 everywhere"), ("O3", True, "fp16, norms fp32")])
 def test_amp_effective_names_what_was_applied(level, keep_bn, expected):
     s = make_settings({"amp_level": level, "keep_batchnorm_fp32": keep_bn})
     assert ts.amp_effective(s) == expected

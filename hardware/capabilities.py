@@ -1,0 +1,250 @@
+"""What every knob value does on every target kind: applied (the MindSpore call the real target
+makes), modelled (the device-model input it changes) or refused (why). Declared once, here.
+
+`MindSporeTarget.supports`, `ModelTarget.supports`, the cache-key knob sets of the op graph and of
+the accuracy run, `msbench list knobs` and the capability test all read this table, so a knob
+cannot be wired on one side and silently ignored on another. Pure data and small functions: no
+MindSpore import (the runner's parent refuses a cell before any child starts).
+
+Refusal texts cite shared/reference/mindspore-2.10-cpu.md where they state MindSpore behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from msbench.settings import DEFAULTS, KNOB_META, Settings
+
+REAL_KINDS = ("mindspore:cpu", "mindspore:ascend", "mindspore:gpu")
+MODEL_KINDS = ("model:npu", "model:cpu")
+KINDS = REAL_KINDS + MODEL_KINDS
+CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-select failures measured on 2.10 CPU
+MODEL_PREFETCH_DEPTHS = (0, DEFAULTS["prefetch"])
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a supported value of a knob does on a target kind."""
+
+    how: str        # "applied" (a MindSpore call) | "modelled" (a device-model input) | "refused" (every value)
+    what: str       # the call, or the input
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a refusal may depend on beyond the settings. Unknown facts (None) never refuse."""
+
+    cpus: int | None = None              # CPUs of the host a real run uses
+    marked_blocks: int | None = None     # blocks the workload marks for recompute (known once built/extracted)
+    accuracy: bool = False               # the model target also runs the real tiny-preset accuracy
+    profile_sinks: bool = True           # the profile's launch model supports dataset sink
+    host_is_device: bool = False         # the profile's data pipeline shares the device's cores (never overlaps)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Values of `knob` that target kinds `kinds` cannot honour (`when`), and why (`reason`)."""
+
+    knob: str
+    kinds: tuple[str, ...]
+    when: Callable[[Settings, Facts], bool]
+    reason: Callable[[Settings, Facts], str]
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One knob value on one target kind: `status` applied|modelled|refused, `text` the call, input or reason."""
+
+    status: str
+    text: str
+
+
+def _apply(what: str) -> Effect:
+    return Effect("applied", what)
+
+
+def _model(what: str) -> Effect:
+    return Effect("modelled", what)
+
+
+def _everywhere(real: str, model: str) -> dict[str, Effect]:
+    return {**{k: _apply(real) for k in REAL_KINDS}, **{k: _model(model) for k in MODEL_KINDS}}
+
+
+GRAPH = "the compiled op graph (extraction key)"
+STEP = "workloads.train_step.build_train_step"
+DATASET = "workloads.pipeline.make_dataset"
+
+# knob -> target kind -> what a supported value does. Every knob of Settings appears, every kind too.
+EFFECTS: dict[str, dict[str, Effect]] = {
+    "mode": _everywhere("ms.set_context(mode=GRAPH_MODE|PYNATIVE_MODE)", "host_time.dispatch_us (per-op dispatch)"),
+    "jit_level": _everywhere("cell.set_jit_config(ms.JitConfig(jit_level=...))",
+                             "host_time.dispatch_us and fusion (O1 fuses on npu; O2 sinks the graph)"),
+    "graph_kernel": _everywhere("ms.set_context(enable_graph_kernel=True)", "fusion.apply_fusion + O1 dispatch cost"),
+    "amp_level": _everywhere(f"{STEP}: ms.amp.auto_mixed_precision(level)", GRAPH),
+    "loss_scale": _everywhere(f"{STEP}: the step cell's loss scaler", GRAPH),
+    "keep_batchnorm_fp32": _everywhere(f"{STEP}: auto_mixed_precision O2 vs O3 (norms fp32 or fp16)", GRAPH),
+    "batch_size": _everywhere(f"{STEP} and {DATASET}: data.batch(batch_size)", GRAPH),
+    "grad_accum": _everywhere(f"{STEP}: micro-batches per update", GRAPH + " + memory.estimate_memory"),
+    "recompute": _everywhere(f"{STEP}: block.recompute() on the marked blocks", GRAPH),
+    "workers": _everywhere(f"{DATASET}: num_parallel_workers", "host_time.data_seconds (workers with a core)"),
+    "prefetch": _everywhere(f"{DATASET}: ds.config.set_prefetch_size", "host_time: data overlaps the step (> 0) or not"),
+    "data_format": _everywhere(f"{DATASET}: GeneratorDataset or MindDataset",
+                               "host_cost (the measured per-sample cost of that source)"),
+    "cache": {**{k: _apply(f"{DATASET}: ds.DatasetCache on a cache server") for k in REAL_KINDS},
+              **{k: Effect("refused", "not modelled") for k in MODEL_KINDS}},
+    "sink": _everywhere("ms.data_sink(step, dataset, sink_size)", "host_time round trip and batch transfer"),
+    "sink_size": _everywhere("ms.data_sink(..., sink_size=...)", "host_time: round trip amortised over a sink round"),
+    "devices": _everywhere(f"msrun --worker_num=N + DATA_PARALLEL ({STEP} reduces gradients)",
+                           "comm.gradient_allreduce + global throughput"),
+    "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory"),
+    "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH),
+    "seed": {**{k: _apply("ms.set_seed + ds.config.set_seed") for k in REAL_KINDS},
+             **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)") for k in MODEL_KINDS}},
+}
+
+# The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
+# are allowed at all (a knob that needs another knob is walked with that one set).
+WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
+    "jit_level": ({"mode": "graph"},),
+    "graph_kernel": ({"mode": "graph"},),
+    "loss_scale": ({"amp_level": "O2"},),
+    "keep_batchnorm_fp32": ({"amp_level": "O2"}, {"amp_level": "O3"}),
+    "cache": ({"data_format": "mindrecord"},),
+    "sink": ({"mode": "graph"},),
+    "sink_size": ({"mode": "graph", "sink": True},),
+}
+
+# Representative values of integer knobs (boundaries, the default, a typical value).
+WALK_VALUES: dict[str, tuple[Any, ...]] = {
+    "batch_size": (None, 1, 32, (1 << 20) - 1),
+    "grad_accum": (1, 2, 1024),
+    "workers": (1, 2, 8, 128),
+    "prefetch": (0, 1, 16, 1024),
+    "sink_size": (-1, 1, 4),
+    "seed": (0, 1, 2**31 - 1),
+}
+
+_GE = "jit_level=O2 sinks the whole graph through GE, which exists on Ascend only"
+_CPU_O1 = ("jit_level=O1 on CPU: accepted but does no fusion (losses bit-identical to O0); "
+           "use graph_kernel=true for CPU fusion")
+
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal("workers", REAL_KINDS, lambda s, f: f.cpus is not None and s.workers > f.cpus,
+            lambda s, f: f"workers={s.workers} exceeds the {f.cpus} CPUs of this host "
+                         "(mindspore.dataset refuses num_parallel_workers > cpu count)"),
+    Refusal("prefetch", REAL_KINDS, lambda s, f: s.prefetch == 0,
+            lambda s, f: "prefetch=0: mindspore.dataset always prefetches at least one batch "
+                         "(ds.config.set_prefetch_size needs >= 1), so no-prefetch cannot be measured"),
+    Refusal("sink", ("mindspore:cpu",), lambda s, f: s.sink,
+            lambda s, f: "sink=true: dataset sink is Ascend/GPU only; MindSpore 2.10 silently falls back to "
+                         "non-sink on CPU"),
+    Refusal("jit_level", ("mindspore:cpu", "model:cpu"), lambda s, f: s.jit_level == "O1", lambda s, f: _CPU_O1),
+    Refusal("jit_level", ("mindspore:cpu", "mindspore:gpu", "model:cpu"), lambda s, f: s.jit_level == "O2",
+            lambda s, f: _GE),
+    Refusal("optimizer", ("mindspore:cpu",), lambda s, f: s.optimizer in CPU_OPTIMIZERS_MISSING,
+            lambda s, f: f"optimizer={s.optimizer}: MindSpore 2.10 has no CPU kernel for "
+                         f"{CPU_OPTIMIZERS_MISSING[s.optimizer]} (kernel select fails)"),
+    Refusal("devices", ("mindspore:cpu",), lambda s, f: f.cpus is not None and s.devices > f.cpus,
+            lambda s, f: f"devices={s.devices} exceeds the {f.cpus} CPUs of this host: data-parallel ranks "
+                         "would share cores and measure contention, not scaling"),
+    Refusal("recompute", KINDS, lambda s, f: s.recompute != "none" and f.marked_blocks == 0,
+            lambda s, f: f"recompute={s.recompute}: the workload marks no blocks to recompute, "
+                         "so the knob would change nothing"),
+    Refusal("cache", MODEL_KINDS, lambda s, f: s.cache,
+            lambda s, f: "cache=true: the device model has no dataset-cache input (the cache server's effect on "
+                         "the host pipeline is not modelled); measure it on a mindspore target"),
+    Refusal("prefetch", MODEL_KINDS, lambda s, f: s.prefetch not in MODEL_PREFETCH_DEPTHS,
+            lambda s, f: f"prefetch={s.prefetch}: the device model reads only whether batches are prefetched "
+                         f"(0 or the default {DEFAULTS['prefetch']}); other depths change queue smoothing, "
+                         "which it does not model"),
+    Refusal("prefetch", MODEL_KINDS, lambda s, f: s.prefetch == 0 and f.host_is_device,
+            lambda s, f: "prefetch=0: on this profile the data pipeline shares the device's cores and never "
+                         "overlaps the step, so the device model reads no difference without prefetch"),
+    Refusal("sink", MODEL_KINDS, lambda s, f: s.sink and not f.profile_sinks,
+            lambda s, f: "sink=true: dataset sink is not available on this profile "
+                         "(MindSpore sinks only on Ascend/GPU)"),
+    Refusal("seed", MODEL_KINDS, lambda s, f: s.seed != DEFAULTS["seed"] and not f.accuracy,
+            lambda s, f: f"seed={s.seed}: predictions do not depend on the seed; it changes only the accuracy "
+                         "run (accuracy = true in the matrix)"),
+)
+
+
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"target kind={kind!r} is not known; allowed: {', '.join(KINDS)}")
+    return kind
+
+
+def refusal(settings: Settings, kind: str, facts: Facts = Facts()) -> str | None:
+    """Why a target of `kind` cannot honour these settings (the first refusal that applies), else None."""
+    check_kind(kind)
+    for r in REFUSALS:
+        if kind in r.kinds and r.when(settings, facts):
+            return r.reason(settings, facts)
+    return None
+
+
+def graph_knobs() -> tuple[str, ...]:
+    """Knobs that change the compiled training step the device model reads (its cache key): those whose
+    model effect is the op graph, in Settings order."""
+    return tuple(k for k in DEFAULTS if all(GRAPH in EFFECTS[k][kind].what for kind in MODEL_KINDS))
+
+
+# Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:
+# it recomputes the same activations (tests/workloads/test_train_step.py checks the losses are equal).
+NUMERICS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
+            "lr_schedule", "seed")
+
+
+def walk_values(knob: str) -> tuple[Any, ...]:
+    """Every value of a knob with a finite set; boundaries and typical values of an integer range."""
+    if knob in WALK_VALUES:
+        return WALK_VALUES[knob]
+    allowed = KNOB_META[knob]["allowed"]
+    return tuple(allowed) if not isinstance(allowed, range) else (allowed.start, allowed.stop - 1)
+
+
+def walk_contexts(knob: str) -> tuple[Mapping[str, Any], ...]:
+    return WALK_CONTEXTS.get(knob, ({},))
+
+
+def capability(knob: str, value: Any, kind: str, context: Mapping[str, Any] | None = None,
+               facts: Facts = Facts()) -> Capability:
+    """What `knob=value` does on `kind` in `context` (other knobs; default: the knob's first walk context)."""
+    from msbench.errors import ConfigError
+    from msbench.settings import make_settings
+
+    check_kind(kind)
+    context = dict(walk_contexts(knob)[0] if context is None else context)
+    try:
+        settings = make_settings({**context, knob: value})
+    except ConfigError as err:
+        return Capability("refused", f"invalid: {err.rule or err.allowed}")
+    reason = refusal(settings, kind, facts)
+    if reason:
+        return Capability("refused", reason)
+    effect = EFFECTS[knob][kind]
+    if value == DEFAULTS[knob]:
+        return Capability("default", effect.what)
+    return Capability(effect.how, effect.what)
+
+
+def summary(knob: str, kind: str) -> str:
+    """One cell of `msbench list knobs`' per-target column: how the knob acts, and the values refused there
+    (beyond those the settings rules forbid everywhere)."""
+    effect = EFFECTS[knob][kind]
+    if effect.how == "refused":
+        return "refused"
+    refused = sorted({_text(v) for ctx in walk_contexts(knob) for v in walk_values(knob)
+                      if v != DEFAULTS[knob] and _refused_here(capability(knob, v, kind, ctx))})
+    return effect.how + (f" (refused: {', '.join(refused)})" if refused else "")
+
+
+def _refused_here(cap: Capability) -> bool:
+    return cap.status == "refused" and not cap.text.startswith("invalid")
+
+
+def _text(value: Any) -> str:
+    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,0 +1,98 @@
+"""Whether a recorded cell is still current: fingerprints of what produced a record's numbers, the
+cells `--resume` must run again, and the short diff a re-run prints against the previous record.
+
+A cell id names *what* was asked (workload, settings, target); the fingerprint names *what answered*
+(the target's sources, the profile, the calibration files, MindSpore's version). Without it a resumed
+run would keep numbers made by code or data that has since changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from msbench.cache import content_key
+from msbench.records import Record
+
+ROOT = Path(__file__).resolve().parent.parent
+Fingerprinter = Callable[[Any], "str | None"]
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}     # (path, mtime_ns, size) -> sha256: hash each file once
+
+
+def _file_digest(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _FILE_DIGESTS:
+        _FILE_DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _FILE_DIGESTS[key]
+
+
+def files_digest(paths: Iterable[Path]) -> str:
+    """Hash of every file (any type, hidden and cache files aside) under the given files and folders, by
+    path relative to the repository and content: a new, removed or edited file changes it."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for f in files:
+            if f.is_file() and "__pycache__" not in f.parts and not f.name.startswith("."):
+                digest.update(os.path.relpath(f, ROOT).encode() + b"\0" + _file_digest(f).encode())
+    return digest.hexdigest()[:20]
+
+
+def fingerprint(*parts: Any) -> str:
+    """The fingerprint of a record: a short hash of the parts that determine its numbers."""
+    return content_key("fingerprint", *parts)
+
+
+def fingerprinter(targets: Mapping[str, Any]) -> Fingerprinter:
+    """cell -> the fingerprint its target gives it (None for a target that has no `fingerprint`)."""
+    def of(cell: Any) -> str | None:
+        target = targets.get(cell.target)
+        method = getattr(target, "fingerprint", None)
+        return method(cell) if method else None
+    return of
+
+
+def stale_records(entries: Iterable[Any], done: Mapping[str, Record], of: Fingerprinter) -> dict[str, Record]:
+    """Recorded cells to run again, id -> the old record: the fingerprint changed (a schema-1 record has
+    none), or the settings rules now judge the cell differently (invalid then, valid now, or back)."""
+    stale: dict[str, Record] = {}
+    for entry in entries:
+        old = done.get(entry.cell.id)
+        if old is None:
+            continue
+        now_invalid = entry.status == "invalid"
+        if now_invalid != (old.status == "invalid") or (not now_invalid and old.fingerprint != of(entry.cell)):
+            stale[entry.cell.id] = old
+    return stale
+
+
+def rerun_line(count: int) -> str:
+    return f"{count} cell{'s' if count != 1 else ''} re-run: their inputs changed"
+
+
+def change_rows(stale: Mapping[str, Record], new: Iterable[Record]) -> list[list[str]]:
+    """One row per re-run cell: its label, and each metric or status that moved, previous -> now."""
+    rows = []
+    for rec in new:
+        old = stale.get(rec.cell_id)
+        if old is None:
+            continue
+        moved = [f"{name} {_show(a)} -> {_show(b)}" for name, a, b in _compared(old, rec) if a != b]
+        rows.append([rec.cell_id, rec.cell.workload, rec.cell.label, "; ".join(moved) or "same numbers"])
+    return rows
+
+
+def _compared(old: Record, new: Record) -> list[tuple[str, Any, Any]]:
+    m0, m1 = old.metrics, new.metrics
+    return [("status", old.status, new.status), ("step_s", m0.step_time_s, m1.step_time_s),
+            ("samples/s", m0.throughput, m1.throughput), ("peak_bytes", m0.peak_memory_bytes, m1.peak_memory_bytes),
+            ("acc_delta_pp", m0.accuracy_delta_pp, m1.accuracy_delta_pp)]
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return format(value, ".4g") if isinstance(value, float) else str(value)

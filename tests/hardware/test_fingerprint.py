@@ -1,0 +1,45 @@
+"""A record's fingerprint changes with what produced its numbers and with nothing else."""
+
+from __future__ import annotations
+
+import shutil
+
+from hardware.mindspore.target import MindSporeTarget
+from hardware.model import target as model_target
+from hardware.model.target import ModelTarget
+from msbench.cell import Cell
+from msbench.settings import make_settings
+
+CELL = Cell(workload="resnet50", settings=make_settings({"mode": "graph"}), target="model:ascend910b")
+
+
+def test_model_fingerprint_follows_sources_profile_calibration_and_accuracy(tmp_path, monkeypatch):
+    b = ModelTarget("ascend910b")
+    first = b.fingerprint(CELL)
+    assert first == ModelTarget("ascend910b").fingerprint(CELL)                 # stable
+    assert first == b.fingerprint(Cell(workload="resnet50", target="model:ascend910b"))   # knobs are the cell id's
+    assert first != ModelTarget("ascend910a").fingerprint(CELL)                 # the profile
+    assert first != ModelTarget("ascend910b", accuracy=True).fingerprint(CELL)  # the accuracy run's sources
+    assert first != b.fingerprint(Cell(workload="bert-base", target="model:ascend910b"))   # the workload's sources
+
+    calibration = tmp_path / "calibration"
+    calibration.mkdir()
+    monkeypatch.setattr(model_target, "CALIBRATION_DIR", calibration)
+    empty = b.fingerprint(CELL)
+    (calibration / "ascend910b_matmul.csv").write_text("m,n,k,us\n1024,1024,1024,12.5\n")
+    with_table = b.fingerprint(CELL)
+    (calibration / "ascend910b_matmul.csv").write_text("m,n,k,us\n1024,1024,1024,13.0\n")
+    assert len({empty, with_table, b.fingerprint(CELL)}) == 3                 # any file, any edit
+
+    sources = tmp_path / "model"
+    shutil.copytree(model_target.MODEL_DIR, sources, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(model_target, "MODEL_DIR", sources)
+    before = b.fingerprint(CELL)
+    (sources / "compute.py").write_text((sources / "compute.py").read_text() + "\n# an edit\n")
+    assert b.fingerprint(CELL) != before
+
+
+def test_real_target_fingerprint_names_its_device():
+    cell = CELL.with_target("mindspore:cpu")
+    assert MindSporeTarget("cpu").fingerprint(cell) == MindSporeTarget("cpu").fingerprint(cell)
+    assert MindSporeTarget("cpu").fingerprint(cell) != ModelTarget("cpu").fingerprint(cell)
