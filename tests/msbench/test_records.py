@@ -73,15 +73,18 @@ def test_a_run_with_invalid_unsupported_failed_and_oom_records_reports(tmp_path,
     assert "invalid" in text and "oom" in text and "unsupported" in text and "failed" in text
 
 
+FINGERPRINTED = ("support_targets:FingerprintedTarget",)   # matrix files name it; the allow-list makes it code
+
+
 def test_the_mode_by_sink_grid_runs_reports_and_resumes(tmp_path, support_path, capsys):
     path = grid(tmp_path, "support_targets:FingerprintedTarget")
-    first = run_matrix(path, out=tmp_path / "runs", run_id="grid", progress=False)
+    first = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", progress=False)
     statuses = sorted({r.status for r in first.records})
     assert statuses == ["failed", "invalid", "ok", "oom", "unsupported"] and len(first.records) == 16
     assert all(r.fingerprint == ("v1" if r.status != "invalid" else None) for r in first.records)
     md = tmp_path / "report.md"
     assert main(["report", str(first.path), "--md", str(md)]) == 0
-    again = run_matrix(path, out=tmp_path / "runs", run_id="grid", resume=True, progress=False)
+    again = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", resume=True, progress=False)
     assert again.records == [] and again.rerun == 0
     assert len(RunStore(first.path).load()) == 16
 
@@ -89,11 +92,11 @@ def test_the_mode_by_sink_grid_runs_reports_and_resumes(tmp_path, support_path, 
 def test_resume_reruns_the_cells_whose_fingerprint_changed_and_shows_the_diff(tmp_path, support_path, monkeypatch,
                                                                               capsys):
     path = grid(tmp_path, "support_targets:FingerprintedTarget")
-    first = run_matrix(path, out=tmp_path / "runs", run_id="grid", progress=False)
+    first = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", progress=False)
     monkeypatch.setenv("SUPPORT_FINGERPRINT", "v2")
     monkeypatch.setenv("SUPPORT_SLOWDOWN", "3")
     capsys.readouterr()
-    again = run_matrix(path, out=tmp_path / "runs", run_id="grid", resume=True, progress=True)
+    again = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", resume=True, progress=True)
     out = capsys.readouterr().out
     valid = [r for r in first.records if r.status != "invalid"]
     assert again.rerun == len(valid) == 12 and len(again.records) == 12
@@ -101,7 +104,7 @@ def test_resume_reruns_the_cells_whose_fingerprint_changed_and_shows_the_diff(tm
     assert "step_s 0.01 -> 0.03" in out                    # the base cell (seed 1) is 3x slower now
     latest = {r.cell_id: r for r in RunStore(first.path).load()}
     assert {r.fingerprint for r in latest.values() if r.status != "invalid"} == {"v2"}
-    third = run_matrix(path, out=tmp_path / "runs", run_id="grid", resume=True, progress=False)
+    third = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", resume=True, progress=False)
     assert third.rerun == 0 and third.records == []
 
 
@@ -117,5 +120,5 @@ def test_a_schema_1_record_is_rerun_on_a_fingerprinting_target(tmp_path, support
         data["cell"] = {**data["cell"], "target": "support_targets:FingerprintedTarget"}
         moved.append(json.dumps(data) + "\n")
     (runs / "grid.jsonl").write_text("".join(moved))
-    result = run_matrix(path, out=runs, run_id="grid", resume=True, progress=False)
+    result = run_matrix(path, plugins=FINGERPRINTED, out=runs, run_id="grid", resume=True, progress=False)
     assert result.rerun == 12 and {r.status for r in result.records} == {"ok", "failed", "oom", "unsupported"}
