@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 
 from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
-                                    tiles_per_core, vector_tflops)
+                                    tiles_per_core, vector_tflops, vector_work_elements)
 from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
 from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
 
@@ -173,7 +173,7 @@ def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
         eff = profile.kernel_classes.table(kind).at(work(row, profile))   # type: ignore[union-attr]
         compute = cube_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12 * eff)
     else:
-        elements = row.outputs[0].elements if row.outputs else 1
+        elements = vector_work_elements((*row.inputs, *row.outputs))
         compute = row.flops / (vector_tflops(row.dtype, profile) * 1e12 * profile.vector.efficiency.at(elements))
     classes = profile.kernel_classes
     slowdown = 1.0 if row.gemm is not None or row.aligned or classes is None else classes.unaligned(kind)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from hardware.model.opclass import CUBE_CLASSES, op_class
 from hardware.model.opgraph import DTYPE_BYTES, Op
@@ -213,8 +213,15 @@ def compute_seconds(op: Op, profile: HardwareProfile) -> float:
     dtype = compute_dtype(op)
     if op.unit == "cube":
         return op.flops / (matrix_tflops(dtype, profile) * 1e12 * cube_efficiency(op, profile))
-    elements = op.outputs[0].elements if op.outputs else 1
-    return op.flops / (vector_tflops(dtype, profile) * 1e12 * profile.vector.efficiency.at(elements))
+    return op.flops / (vector_tflops(dtype, profile) * 1e12
+                       * profile.vector.efficiency.at(vector_work_elements((*op.inputs, *op.outputs))))
+
+
+def vector_work_elements(tensors: Sequence[Any]) -> int:
+    """The elements a Vector kernel's cores share, which sets its occupancy: its largest tensor. A
+    reduction (BNTrainingReduce, BNTrainingUpdateGrad) writes per-channel vectors but streams a whole
+    activation, so its output alone would read as a nearly idle chip."""
+    return max((t.elements for t in tensors), default=1)
 
 
 def op_bytes(op: Op, profile: HardwareProfile) -> int:
