@@ -14,13 +14,13 @@ import subprocess
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from msbench.cell import Cell
 from msbench.errors import UserError
+from msbench.executors import CellJob, executor_name, open_executor
 from msbench.matrix import Entry, Expansion, load_matrix
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
@@ -128,7 +128,9 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
 
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
-               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None) -> RunResult:
+               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
+               executor: str | None = None, address: str | None = None) -> RunResult:
+    """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`)."""
     matrix = load_matrix(matrix_path, target=target, extra=extra)
     expansion = matrix.expand()
     shard_ij = parse_shard(shard)
@@ -149,28 +151,26 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     baselines = {r.cell_id: r for r in done.values()}
     written: list[Record] = []
 
-    def execute(entry: Entry) -> Record:
-        if entry.status == "invalid":
-            record = failure_record(entry.cell, "invalid", entry.reason)
-        else:
-            record = run_cell(entry.cell, options=options, timeout=timeout)
+    def finish(entry: Entry, record: Record) -> None:
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
         elif entry.baseline:
             with_accuracy_delta(record, record)
-        record.run_id, record.provenance = run_name, provenance
+        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
         written.append(record)
-        return record
+        advance(record)
 
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
-    with progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
+    job = CellJob(options=options, timeout=timeout)
+    with open_executor(executor, jobs=jobs, address=address) as cells, \
+            progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
         for batch in (first, rest):
-            run_batch(batch, execute, advance, jobs)
+            cells.run(batch, job, finish)
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
     return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending))
@@ -180,17 +180,6 @@ def default_jobs(target_names: Iterable[str], options: Mapping[str, Any]) -> int
     """Cells at once when `--jobs` is not given: what every target allows (`parallel_cells`; 1 when a
     target does not say, since a measuring target must not share the host with another cell)."""
     return min(getattr(resolve_target(name, **options), "parallel_cells", 1) for name in target_names)
-
-
-def run_batch(entries: list[Entry], execute: Callable[[Entry], Record], advance: Callable[[Record], None],
-              jobs: int) -> None:
-    if jobs <= 1:
-        for entry in entries:
-            advance(execute(entry))
-        return
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for record in pool.map(execute, entries):
-            advance(record)
 
 
 class progress_bar:
@@ -240,6 +229,11 @@ def print_summary(expansion: Expansion, records: Iterable[Record], path: Path) -
     for r in by_id.values():
         counts[r.status] = counts.get(r.status, 0) + 1
     print(f"{len(by_id)} cells recorded in {path}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    nodes: dict[str, int] = {}
+    for r in by_id.values():
+        where = r.provenance.get("node") or r.provenance.get("host") or "?"
+        nodes[where] = nodes.get(where, 0) + 1
+    print("per node: " + ", ".join(f"{where} {n}" for where, n in sorted(nodes.items())))
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -249,8 +243,11 @@ def _fmt(value: float | None, spec: str) -> str:
 def run_command(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs={args.jobs} is not allowed; allowed: an integer >= 1")
+    if args.jobs is not None and executor_name(args.executor) == "ray":
+        raise UserError(f"--jobs={args.jobs} is not allowed with --executor ray; allowed: with --executor local "
+                        "(on Ray the cells' resources decide how many run at once)")
     result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                         jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
-                        extra=parse_assignments(args.set))
+                        extra=parse_assignments(args.set), executor=args.executor, address=args.address)
     print(result.path)
     return 0
