@@ -114,6 +114,12 @@ def run_on_node(job: CellJob, entry: Entry) -> Record:
     return record
 
 
+def on_driver(record: Record) -> Record:
+    """A record the driver wrote for a cell that ran on no node (refused, or its node lost)."""
+    record.provenance["node"] = "driver"
+    return record
+
+
 @dataclass
 class Attempt:
     entry: Entry
@@ -172,7 +178,7 @@ class RayExecutor:
             need = cell_need(entry.cell.target, entry.cell.settings.devices, nodes)
             why = refusal(need, nodes)
             if why:
-                done(entry, failure_record(entry.cell, "unsupported", why))
+                done(entry, on_driver(failure_record(entry.cell, "unsupported", why)))
             else:
                 attempt = Attempt(entry, need)
                 pending[self.submit(job, attempt)] = attempt
@@ -210,7 +216,7 @@ class RayExecutor:
                 return None
             lost = (f"ray: the task's worker or node died on each of {attempt.number} attempt(s)"
                     + (f" and {why}" if why else "") + f"; last error: {type(err).__name__}: {err}")
-            return failure_record(cell, "failed", lost)
+            return on_driver(failure_record(cell, "failed", lost))
 
     def _drop_unplaceable(self, pending: dict[Any, Attempt], done: Done) -> None:
         """Cells no alive node can hold any more (their kind of node died) are recorded, not left pending."""
@@ -222,7 +228,8 @@ class RayExecutor:
             if why:
                 self.ray.cancel(ref, force=True)
                 del pending[ref]
-                done(attempt.entry, failure_record(attempt.entry.cell, "failed", f"{why} (a node left the cluster)"))
+                done(attempt.entry, on_driver(failure_record(attempt.entry.cell, "failed",
+                                                             f"{why} (a node left the cluster)")))
 
     def close(self) -> None:
         self.ray.shutdown()      # a local instance stops; a cluster stays up, this job's tasks end

@@ -212,6 +212,7 @@ def test_npu_cells_go_to_the_npu_node_and_too_many_npus_are_refused(cluster, tmp
     records = {r.cell.settings.devices: r for r in RunStore(tmp_path / "npus.jsonl").load()}
     npu_node = [label_of(n) for n in cluster.alive() if n["Resources"].get("NPU") == 8.0]
     assert records[16].status == "unsupported" and "16 NPU" in records[16].reason and "8 NPU" in records[16].reason
+    assert records[16].provenance["node"] == "driver"
     # The 8-NPU cell ran on the NPU node, whose target then found no real Ascend device there.
     assert records[8].provenance["node"] in npu_node and records[8].status == "unsupported"
     assert "no Ascend" in records[8].reason
@@ -278,3 +279,28 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
     ids = [r.cell_id for r in records]
     assert len(ids) == len(set(ids)) == total
     assert all(r.status == "ok" for r in records)
+
+
+def test_asv_path_without_an_address_starts_and_stops_a_local_ray(tmp_path):
+    """What `msbench nightly --executor ray` hands asv's setup_cache: $MSBENCH_EXECUTOR and no address,
+    so benchmarks.evaluate_matrix runs the matrix on a Ray instance of its own, stopped after."""
+    path = write_matrix(tmp_path, "few", """
+        name = "few"
+        targets = ["support_targets:InlineTarget"]
+        [[workloads]]
+        name = "resnet50"
+        preset = "tiny"
+        [axes]
+        seed = [7, 8]
+    """)
+    env = {**os.environ, "MSBENCH_EXECUTOR": "ray", "MSBENCH_MATRIX": str(path), "MSBENCH_TARGET": "support_targets:InlineTarget",
+           "MSBENCH_ASV_RUNS": str(tmp_path / "runs"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("RAY_ADDRESS", None)
+    code = ("import ray, benchmarks; table = benchmarks.evaluate_matrix(); "
+            "print('STILL_UP' if ray.is_initialized() else 'STOPPED', len(table))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["STOPPED", "3"]
+    records = RunStore(next((tmp_path / "runs").glob("*.jsonl"))).load()
+    assert len(records) == 3 and all(r.status == "ok" and r.provenance["node"] for r in records)
