@@ -48,6 +48,13 @@ def add_matrix_guards(p: argparse.ArgumentParser) -> None:
                    help=f"refuse a matrix of more cells than this (default {MAX_CELLS})")
 
 
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default=None,
+                   help="where cells run: this machine (local, the default; or $MSBENCH_EXECUTOR) or a Ray cluster")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster address (with --executor ray; default: start a local Ray instance)")
+
+
 def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
     """`--override seq_len=512` -> {"seq_len": 512}: values are TOML literals, bare words are strings."""
     import tomllib
@@ -110,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
     add_matrix_guards(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_options(p)
 
     p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
     add_cell_options(p)
@@ -149,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", help="first commit to benchmark (default: after the last one with results)")
     p.add_argument("--max-commits", type=int, default=0, help="cap on commits (0 = all new)")
     p.add_argument("--python", help="an interpreter that already has MindSpore (asv's existing environment)")
+    add_executor_options(p)
     return parser
 
 

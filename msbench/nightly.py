@@ -26,6 +26,7 @@ from pathlib import Path
 from msbench.asv_results import result_commits
 from msbench.child import ChildScope
 from msbench.errors import UserError
+from msbench.executors import executor_env
 from msbench.gitrepo import first_parent_history, git, is_shallow, repo_root, rev_parse
 
 BRANCH = "main"
@@ -132,6 +133,7 @@ def nightly_command(args: argparse.Namespace) -> int:
     if is_shallow(repo):
         raise UserError(f"{repo} is a shallow clone: asv needs the full history (run `git fetch --unshallow`, "
                         "or check out with fetch-depth: 0)")
+    executor_env(args.executor, args.address)          # refuse a bad --executor/--address before asv starts
     if args.max_commits < 0:
         raise UserError(f"--max-commits={args.max_commits} is not allowed; allowed: 0 (all) or a positive count")
     with exclusive(repo):
@@ -159,7 +161,8 @@ def run_nightly(repo: Path, args: argparse.Namespace) -> int:
         raise UserError(f"`asv machine --yes --machine {machine}` failed (see its output above)")
     python = args.python or os.environ.get("MSBENCH_ASV_PYTHON")
     runs = repo / RUNS_DIR / f"asv-{machine}"
-    env = {**os.environ, "MSBENCH_ASV_RUNS": str(runs), "MSBENCH_TARGET": target}
+    env = {**os.environ, "MSBENCH_ASV_RUNS": str(runs), "MSBENCH_TARGET": target,
+           **executor_env(args.executor, args.address)}
     env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     failed = []
     with tempfile.TemporaryDirectory(prefix="msbench-nightly-") as scratch:

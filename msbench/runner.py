@@ -14,17 +14,16 @@ import os
 import shlex
 import signal
 import sys
-import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from msbench.cell import Cell
-from msbench.child import ChildScope, Terminated, kill_live_children
+from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
+from msbench.executors import CellJob, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
 from msbench.names import check_name
@@ -162,7 +161,9 @@ def check_out_dir(out: Path) -> Path:
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
-               plugins: Iterable[str] = (), max_cells: int = MAX_CELLS) -> RunResult:
+               plugins: Iterable[str] = (), max_cells: int = MAX_CELLS, executor: str | None = None,
+               address: str | None = None) -> RunResult:
+    """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`)."""
     check_timeout(timeout)
     if jobs is not None and (type(jobs) is not int or jobs < 1):
         raise UserError(f"--jobs={jobs!r} is not allowed; allowed: an integer >= 1")
@@ -185,11 +186,13 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):
-        return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options)
+        return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options,
+                         executor, address)
 
 
 def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: bool, jobs: int,
-              timeout: float, progress: bool, plugins: tuple[str, ...], options: Mapping[str, Any]) -> RunResult:
+              timeout: float, progress: bool, plugins: tuple[str, ...], options: Mapping[str, Any],
+              executor: str | None, address: str | None) -> RunResult:
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
@@ -204,34 +207,29 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     run_name = path.stem
     baselines = {r.cell_id: r for r in done.values()}
     written: list[Record] = []
-    stop = threading.Event()                            # set on interrupt or full disk: no record after it
 
-    def execute(entry: Entry) -> Record:
-        if entry.status == "invalid":
-            record = failure_record(entry.cell, "invalid", entry.reason)
-        else:
-            record = run_cell(entry.cell, options=options, timeout=timeout, plugins=plugins)
+    def finish(entry: Entry, record: Record) -> None:
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
         elif entry.baseline:
             with_accuracy_delta(record, record)
-        record.run_id, record.provenance = run_name, provenance
-        if stop.is_set():
-            return record                               # its children were killed mid-cell: not a result
+        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
         record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
         written.append(record)
-        return record
+        advance(record)
 
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
+    job = CellJob(options=options, timeout=timeout, plugins=plugins)
     try:
-        with progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
+        with open_executor(executor, jobs=jobs, address=address) as cells, \
+                progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
             for batch in (first, rest):
-                run_batch(batch, execute, advance, jobs, stop)
+                cells.run(batch, job, finish)
     except DiskFullError:
         raise UserError(f"disk full after {len(done) + len(written)} of {len(todo)} cells; records so far are "
                         f"intact in {path}; free space and rerun with --resume") from None
@@ -252,27 +250,6 @@ def default_jobs(target_names: Iterable[str], options: Mapping[str, Any], plugin
     """Cells at once when `--jobs` is not given: what every target allows (`parallel_cells`; 1 when a
     target does not say, since a measuring target must not share the host with another cell)."""
     return min(getattr(resolve_target(name, plugins, **options), "parallel_cells", 1) for name in target_names)
-
-
-def run_batch(entries: list[Entry], execute: Callable[[Entry], Record], advance: Callable[[Record], None],
-              jobs: int, stop: threading.Event | None = None) -> None:
-    """Run the entries, `jobs` at once. Any exception (an interrupt, a full disk) sets `stop` and kills the
-    children of the cells in progress, so the pool's threads return at once and record nothing more."""
-    stop = stop or threading.Event()
-    if jobs <= 1:
-        for entry in entries:
-            advance(execute(entry))
-        return
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        for future in [pool.submit(execute, entry) for entry in entries]:
-            advance(future.result())
-    except BaseException:
-        stop.set()
-        kill_live_children()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class progress_bar:
@@ -322,6 +299,11 @@ def print_summary(expansion: Expansion, records: Iterable[Record], path: Path) -
     for r in by_id.values():
         counts[r.status] = counts.get(r.status, 0) + 1
     print(f"{len(by_id)} cells recorded in {path}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    nodes: dict[str, int] = {}
+    for r in by_id.values():
+        where = r.provenance.get("node") or r.provenance.get("host") or "?"
+        nodes[where] = nodes.get(where, 0) + 1
+    print("per node: " + ", ".join(f"{where} {n}" for where, n in sorted(nodes.items())))
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -329,10 +311,14 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.jobs is not None and executor_name(args.executor) == "ray":
+        raise UserError(f"--jobs={args.jobs} is not allowed with --executor ray; allowed: with --executor local "
+                        "(on Ray the cells' resources decide how many run at once)")
     try:
         result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                             jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
-                            extra=parse_assignments(args.set), plugins=args.allow_plugin, max_cells=args.max_cells)
+                            extra=parse_assignments(args.set), plugins=args.allow_plugin, max_cells=args.max_cells,
+                            executor=args.executor, address=args.address)
     except RunInterrupted as stop:
         print(f"msbench run: interrupted: saved {stop.saved} of {stop.total} cells in {stop.path}; resume with: "
               f"{resume_command(args, stop.path)}", file=sys.stderr)

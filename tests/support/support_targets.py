@@ -89,3 +89,27 @@ class FingerprintedTarget(InlineTarget):
         if record.metrics.step_time_s is not None:
             record.metrics.step_time_s *= float(os.environ.get("SUPPORT_SLOWDOWN", "1"))
         return record
+
+
+class GatedTarget(InlineTarget):
+    """For executor tests: marks where each cell runs (a file `<seed>.<cell id>.<node>` in $MSBENCH_TEST_MARKS),
+    and holds cells with seed >= 20 until the file $MSBENCH_TEST_GATE exists, so a test can kill a node
+    or the driver at a known point."""
+
+    def run(self, cell: Cell) -> Record:
+        marks, gate = os.environ.get("MSBENCH_TEST_MARKS"), os.environ.get("MSBENCH_TEST_GATE")
+        if marks:
+            open(os.path.join(marks, f"{cell.settings.seed}.{cell.id}.{running_node()}"), "w").close()
+        while gate and cell.settings.seed >= 20 and not os.path.exists(gate):
+            time.sleep(0.2)
+        return super().run(cell)
+
+
+def running_node() -> str:
+    """The Ray node id of this task, or `local` outside Ray."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "local"
+    except ImportError:
+        return "local"

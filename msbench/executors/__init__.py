@@ -1,0 +1,86 @@
+"""Executors: how a matrix's cells are scheduled. `local` runs them on this machine (threads around
+the runner's child processes); `ray` submits each as a task to a Ray cluster. Either way the runner
+(the driver) is the only writer of the store: an executor hands each finished record to `done`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+
+from msbench.errors import UserError
+from msbench.matrix import Entry
+from msbench.records import Record
+from msbench.plugins import import_object
+
+EXECUTOR_ENV = "MSBENCH_EXECUTOR"          # the default of --executor (how asv's setup_cache gets it)
+EXECUTORS: dict[str, str] = {
+    "local": "msbench.executors.local:LocalExecutor",
+    "ray": "msbench.executors.ray_cluster:RayExecutor",
+}
+Done = Callable[[Entry, Record], None]
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """What running one entry needs, and nothing of the driver's state: plain data, so an executor
+    can ship it to another process or node."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 1800.0
+    plugins: tuple[str, ...] = ()          # the command line's --allow-plugin specs (never the matrix file's)
+
+    def __call__(self, entry: Entry) -> Record:
+        from msbench.runner import failure_record, run_cell
+
+        if entry.status == "invalid":
+            return failure_record(entry.cell, "invalid", entry.reason)
+        return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins)
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
+        """Run every entry with `job` and call `done(entry, record)` in this thread as each finishes.
+        `record.provenance` may hold where the cell ran (the runner adds the rest)."""
+
+    def close(self) -> None:
+        """Release what the executor started (threads, a local Ray instance)."""
+
+
+def executor_name(name: str | None) -> str:
+    """`--executor`, else `$MSBENCH_EXECUTOR`, else `local`; refused with the allowed names otherwise."""
+    chosen = name or os.environ.get(EXECUTOR_ENV) or "local"
+    if chosen not in EXECUTORS:
+        where = "--executor" if name else EXECUTOR_ENV
+        raise UserError(f"{where}={chosen!r} is not allowed; allowed: {', '.join(EXECUTORS)}")
+    return chosen
+
+
+def executor_env(name: str | None, address: str | None) -> dict[str, str]:
+    """The variables that make `run_matrix` in another process (asv's setup_cache) use this executor:
+    `$MSBENCH_EXECUTOR`, and Ray's own `$RAY_ADDRESS` for the cluster."""
+    chosen = executor_name(name)
+    check_address(chosen, address)
+    return {EXECUTOR_ENV: chosen, **({"RAY_ADDRESS": address} if address else {})}
+
+
+def check_address(executor: str, address: str | None) -> None:
+    if address and executor != "ray":
+        raise UserError(f"--address={address!r} is not allowed with --executor {executor}; allowed: with --executor ray")
+
+
+@contextlib.contextmanager
+def open_executor(name: str | None, *, jobs: int, address: str | None = None) -> Iterator[Executor]:
+    """The named executor for the block, closed after it (also on an interrupt)."""
+    chosen = executor_name(name)
+    check_address(chosen, address)
+    cls = import_object(EXECUTORS[chosen])
+    executor: Executor = cls(address=address) if chosen == "ray" else cls(jobs=jobs)  # type: ignore[operator]
+    try:
+        yield executor
+    finally:
+        executor.close()

@@ -1,0 +1,41 @@
+"""`--executor local`: cells on this machine, `jobs` at a time (today's behaviour, the default)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Sequence
+
+from msbench.child import kill_live_children
+from msbench.executors import CellJob, Done
+from msbench.matrix import Entry
+
+
+class LocalExecutor:
+    """Threads around the runner: an isolated cell's thread waits on its child process, an inline
+    cell (the device model) waits on its compile and training children."""
+
+    name = "local"
+
+    def __init__(self, jobs: int = 1) -> None:
+        self.jobs = jobs
+
+    def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
+        if self.jobs <= 1:
+            for entry in entries:
+                done(entry, job(entry))
+            return
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        try:
+            futures = {pool.submit(job, entry): entry for entry in entries}
+            for future in as_completed(futures):     # recorded as each finishes, not in submission order
+                done(futures[future], future.result())
+        except BaseException:
+            # An interrupt or a full disk: kill the children of the cells in progress, so their threads
+            # return at once; `done` is never called again, so nothing more is recorded.
+            kill_live_children()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,306 @@
+"""`--executor ray` against a real two-node Ray cluster on loopback, started and stopped here.
+
+The head has 2 CPUs; the second node 1 CPU and `{"NPU": 8}`, standing in for an Ascend server. Every
+process a node starts is stopped by the fixture (its process group and its descendants), never any
+other Ray on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+
+from msbench.runner import run_matrix
+from msbench.store import RunStore
+
+pytest.importorskip("ray")      # the optional extra: pip install msbench[ray]
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORT = ROOT / "tests" / "support"
+RAY = Path(sys.executable).with_name("ray")
+TIMING = ("started_at", "duration_s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Node:
+    proc: subprocess.Popen
+    log: Path
+    descendants: set[int] = field(default_factory=set)
+
+    def remember_children(self) -> None:
+        try:
+            self.descendants |= {p.pid for p in psutil.Process(self.proc.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            pass
+
+    def kill(self, sig: int = signal.SIGKILL, grace: float = 15.0) -> None:
+        """This node's processes only: its `ray start --block` group, then any descendant left over."""
+        self.remember_children()
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        deadline = time.time() + grace
+        for pid in self.descendants:
+            try:
+                child = psutil.Process(pid)
+                child.wait(timeout=max(0.1, deadline - time.time()))
+            except psutil.TimeoutExpired:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+@dataclass
+class Cluster:
+    address: str
+    temp_dir: Path
+    env: dict[str, str]
+    nodes: list[Node] = field(default_factory=list)
+
+    def start_node(self, *args: str) -> Node:
+        log = self.temp_dir / f"node{len(self.nodes)}.log"
+        cmd = [str(RAY), "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
+               f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}", *args]
+        with open(log, "w") as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        node = Node(proc, log)
+        self.nodes.append(node)
+        return node
+
+    def alive(self) -> list[dict]:
+        """The alive nodes, asked by a short driver of its own (Ray reads its token settings at import,
+        so every driver of this cluster is a child process with the cluster's environment)."""
+        code = ("import json, sys, ray; ray.init(address=sys.argv[1], configure_logging=False, log_to_driver=False); "
+                "print(json.dumps([n for n in ray.nodes() if n.get('Alive')]))")
+        out = subprocess.run([sys.executable, "-c", code, self.address], env=self.env, capture_output=True,
+                             text=True, timeout=120)
+        if out.returncode:
+            raise ConnectionError(out.stderr[-2000:])
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def msbench(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+        """`msbench ARGS --executor ray --address ...` as a child driver; it must succeed."""
+        cmd = [sys.executable, "-m", "msbench.cli", *args, "--executor", "ray", "--address", self.address, "--quiet"]
+        done = subprocess.run(cmd, env={**self.env, **(env or {})}, cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done
+
+    def wait_for(self, count: int, timeout: float = 120.0) -> list[dict]:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                alive = self.alive()
+                if len(alive) == count:
+                    for node in self.nodes:
+                        node.remember_children()
+                    return alive
+            except ConnectionError:
+                pass
+            if time.time() > deadline:
+                logs = "\n".join(n.log.read_text()[-2000:] for n in self.nodes)
+                raise AssertionError(f"Ray cluster did not reach {count} alive nodes in {timeout:g} s\n{logs}")
+            time.sleep(1.0)
+
+
+def label_of(node: dict) -> str:
+    from msbench.executors.ray_cluster import node_label
+
+    return node_label(node["NodeManagerAddress"], node["NodeID"])
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))      # short: Ray's socket paths have a limit
+    token = temp_dir / "auth_token"                                    # this cluster's own token, not ~/.ray's
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
+    port = free_port()
+    c = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp_dir, env=env)
+    try:
+        c.start_node("--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={temp_dir}",
+                     "--include-dashboard=false", f"--ray-client-server-port={free_port()}")
+        c.wait_for(1)
+        c.start_node(f"--address={c.address}", "--num-cpus=1", '--resources={"NPU": 8}')
+        c.wait_for(2)
+        yield c
+    finally:
+        for node in reversed(c.nodes):
+            node.kill(signal.SIGTERM)
+        subprocess.run(["rm", "-rf", str(temp_dir)], check=False)
+
+
+def comparable(record) -> dict:
+    """A record without what depends on when and where it ran."""
+    data = record.to_dict()
+    for key in (*TIMING, "provenance", "run_id"):
+        data.pop(key)
+    return data
+
+
+def write_matrix(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_smoke_on_the_device_model_matches_a_local_run_cell_by_cell(cluster, tmp_path):
+    local = run_matrix(ROOT / "matrices/smoke.toml", out=tmp_path, run_id="local", progress=False)
+    cluster.msbench("run", "matrices/smoke.toml", "--out", str(tmp_path), "--run-id", "ray")
+    remote = RunStore(tmp_path / "ray.jsonl").load()
+    mine = {r.cell_id: comparable(r) for r in RunStore(local.path).load()}
+    theirs = {r.cell_id: comparable(r) for r in remote}
+    assert len(mine) == 9 and mine == theirs
+    assert {r.provenance["node"] for r in remote} == {label_of(n) for n in cluster.alive()}   # spread over both
+    assert all(r.provenance["ray_attempts"] == 1 for r in remote)
+    # The driver's threading reached the tasks (Ray would set OMP_NUM_THREADS=1 for a 1-CPU task).
+    assert {r.provenance["env"].get("OMP_NUM_THREADS") for r in remote} == {os.environ["OMP_NUM_THREADS"]}
+
+
+def test_smoke_on_mindspore_cpu_measures_alone_on_the_largest_node(cluster, tmp_path):
+    protocol = {f"MSBENCH_MEASURE_{k}": v for k, v in {"TIME_BUDGET_S": "1", "MIN_STEPS": "3", "WARMUP_STEPS": "1",
+                                                        "MAX_STEPS": "6", "MEMORY_PROFILE_STEPS": "0"}.items()}
+    cluster.msbench("run", "matrices/smoke.toml", "--target", "mindspore:cpu", "--out", str(tmp_path),
+                    "--run-id", "cpu", env=protocol)                 # the driver forwards them to the tasks
+    records = RunStore(tmp_path / "cpu.jsonl").load()
+    assert len(records) == 9
+    assert all(r.status == "ok" and r.metrics.step_time_s > 0 for r in records), [(r.status, r.reason) for r in records]
+    head = [label_of(n) for n in cluster.alive() if n["Resources"].get("CPU") == 2.0]
+    assert {r.provenance["node"] for r in records} == set(head)     # 2 CPUs asked: only the head has them
+    assert all(len(r.metrics.step_time_stats.samples) <= 6 for r in records)   # MAX_STEPS reached the node
+
+
+def test_npu_cells_go_to_the_npu_node_and_too_many_npus_are_refused(cluster, tmp_path):
+    path = write_matrix(tmp_path, "npus", """
+        name = "npus"
+        targets = ["mindspore:ascend"]
+        [[workloads]]
+        name = "resnet50"
+        preset = "tiny"
+        [axes]
+        devices = [8, 16]
+    """)
+    cluster.msbench("run", str(path), "--out", str(tmp_path), "--run-id", "npus", timeout=300)  # not left pending
+    records = {r.cell.settings.devices: r for r in RunStore(tmp_path / "npus.jsonl").load()}
+    npu_node = [label_of(n) for n in cluster.alive() if n["Resources"].get("NPU") == 8.0]
+    assert records[16].status == "unsupported" and "16 NPU" in records[16].reason and "8 NPU" in records[16].reason
+    assert records[16].provenance["node"] == "driver"
+    # The 8-NPU cell ran on the NPU node, whose target then found no real Ascend device there.
+    assert records[8].provenance["node"] in npu_node and records[8].status == "unsupported"
+    assert "no Ascend" in records[8].reason
+
+
+def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_once(cluster, tmp_path):
+    """Six baseline cells (run first, before any other) spread over three nodes; the third node is
+    SIGKILLed under one of them, which is retried elsewhere and counted. The other cells (seed >= 20)
+    are held by a gate: the driver is interrupted with them in flight, and --resume records the rest.
+    Every cell ends up recorded exactly once."""
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    workloads = ["resnet50", "yolov5s", "yolov8n", "yolov8s", "transformer-base", "bert-base"]
+    path = write_matrix(tmp_path, "faults", 'name = "faults"\ntargets = ["support_targets:GatedTarget=4.0"]\n'
+                        + "".join(f'[[workloads]]\nname = "{w}"\npreset = "tiny"\n' for w in workloads)
+                        + "[axes]\nseed = [20, 21]\n")
+    total = 3 * len(workloads)
+    run_file = tmp_path / "runs" / "faults.jsonl"
+    cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "faults",
+           "--executor", "ray", "--address", cluster.address, "--quiet"]
+    env = {**cluster.env, "MSBENCH_TEST_MARKS": str(marks), "MSBENCH_TEST_GATE": str(gate)}
+    known = {n["NodeID"] for n in cluster.alive()}
+    victim = cluster.start_node(f"--address={cluster.address}", "--num-cpus=1")
+    victim_id = next(n["NodeID"] for n in cluster.wait_for(3) if n["NodeID"] not in known)
+
+    def recorded() -> dict:
+        return {r.cell_id: r for r in RunStore(run_file).load(repair=True)} if run_file.exists() else {}
+
+    def running(where=lambda node: True, gated=False) -> list[str]:
+        """Cells marked (started) on nodes `where` accepts and not yet recorded."""
+        done = recorded()
+        return [cell_id for seed, cell_id, node in (m.name.split(".") for m in marks.iterdir())
+                if (int(seed) >= 20) == gated and where(node) and cell_id not in done]
+
+    driver = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def wait(what, check, timeout=240.0):
+        deadline = time.time() + timeout
+        while not (found := check()):
+            assert driver.poll() is None, driver.stdout.read()
+            assert time.time() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.1)
+        return found
+
+    try:
+        lost = wait("a baseline cell on the third node", lambda: running(lambda node: node == victim_id))[0]
+        victim.kill(signal.SIGKILL)
+        retried = wait("the lost cell's retry", lambda: recorded().get(lost))
+        assert retried.status == "ok" and retried.provenance["ray_attempts"] == 2
+        assert not retried.provenance["node"].endswith(victim_id[:8])
+        wait("gated cells in flight", lambda: running(gated=True))
+        driver.send_signal(signal.SIGINT)
+        driver.wait(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    partial = recorded()
+    assert len(partial) == len(workloads)                  # the baselines, none of the gated cells
+    gate.touch()
+    done = subprocess.run(cmd + ["--resume"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = RunStore(run_file).load()
+    ids = [r.cell_id for r in records]
+    assert len(ids) == len(set(ids)) == total
+    assert all(r.status == "ok" for r in records)
+
+
+def test_asv_path_without_an_address_starts_and_stops_a_local_ray(tmp_path):
+    """What `msbench nightly --executor ray` hands asv's setup_cache: $MSBENCH_EXECUTOR and no address,
+    so benchmarks.evaluate_matrix runs the matrix on a Ray instance of its own, stopped after."""
+    path = write_matrix(tmp_path, "few", """
+        name = "few"
+        targets = ["support_targets:InlineTarget"]
+        [[workloads]]
+        name = "resnet50"
+        preset = "tiny"
+        [axes]
+        seed = [7, 8]
+    """)
+    env = {**os.environ, "MSBENCH_EXECUTOR": "ray", "MSBENCH_MATRIX": str(path), "MSBENCH_TARGET": "support_targets:InlineTarget",
+           "MSBENCH_ASV_RUNS": str(tmp_path / "runs"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("RAY_ADDRESS", None)
+    code = ("import ray, benchmarks; table = benchmarks.evaluate_matrix(); "
+            "print('STILL_UP' if ray.is_initialized() else 'STOPPED', len(table))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["STOPPED", "3"]
+    records = RunStore(next((tmp_path / "runs").glob("*.jsonl"))).load()
+    assert len(records) == 3 and all(r.status == "ok" and r.provenance["node"] for r in records)
