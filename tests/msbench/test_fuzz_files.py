@@ -5,6 +5,7 @@ a record re-serialises to itself) or refused by the CLI with exit 2 and one line
 The CLI runs in-process (`msbench.cli.main`) for speed.
 """
 
+import copy
 import json
 import math
 import re
@@ -85,14 +86,16 @@ def mutants(draw, seeds):
         for key in where[:-1]:
             parent = parent[key]
         action = draw(st.sampled_from(["replace", "delete", "add"]))
+        # Copies: PLAUSIBLE's lists are shared objects, and a later mutation appending to one would change
+        # the strategy itself (hypothesis then sees inconsistent data generation).
         if action == "replace":
-            parent[where[-1]] = draw(VALUES)
+            parent[where[-1]] = copy.deepcopy(draw(VALUES))
         elif action == "delete":
             del parent[where[-1]]
         elif isinstance(parent, dict):
-            parent[draw(NAMES)] = draw(VALUES)
+            parent[draw(NAMES)] = copy.deepcopy(draw(VALUES))
         else:
-            parent.append(draw(VALUES))
+            parent.append(copy.deepcopy(draw(VALUES)))
     return data
 
 
