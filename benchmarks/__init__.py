@@ -5,7 +5,8 @@ commit, so everything that can change a number (workloads, device model, runner)
 commit; this folder only names cells and reads their records. MindSpore is never imported here.
 
 Environment: MSBENCH_MATRIX (default matrices/nightly.toml), MSBENCH_TARGET (default
-model:ascend910b), MSBENCH_ASV_RUNS (keep each commit's records there; default: asv's temp dir).
+model:ascend910b), MSBENCH_ASV_RUNS (keep each commit's records there; default: asv's temp dir),
+MSBENCH_ALLOW_PLUGINS (comma-separated `module:Class` targets to trust: the asv path's `--allow-plugin`).
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ def target() -> str:
     return os.environ.get("MSBENCH_TARGET") or DEFAULT_TARGET
 
 
+def plugins() -> tuple[str, ...]:
+    """Plugin targets the caller trusts (a matrix file alone never makes a name code)."""
+    return tuple(p.strip() for p in os.environ.get("MSBENCH_ALLOW_PLUGINS", "").split(",") if p.strip())
+
+
 def matrix_params() -> list[list[str]]:
     """asv params [workloads, variants, targets] in matrix order; combinations that are not cells are skipped."""
     from msbench.matrix import load_matrix
     from msbench.tracked import cell_key
 
-    keys = [cell_key(e.cell) for e in load_matrix(matrix_path(), target=target()).expand().entries
+    keys = [cell_key(e.cell) for e in load_matrix(matrix_path(), target=target(), plugins=plugins()).expand().entries
             if e.status != "excluded"]
     return [list(dict.fromkeys(k[i] for k in keys)) for i in range(len(PARAM_NAMES))]
 
@@ -49,7 +55,7 @@ def evaluate_matrix() -> Table:
     from msbench.tracked import cell_key, tracked_values
 
     out = os.environ.get("MSBENCH_ASV_RUNS") or "runs"     # asv runs setup_cache in a temp dir it removes
-    result = run_matrix(matrix_path(), target=target(), out=out, progress=False)
+    result = run_matrix(matrix_path(), target=target(), out=out, progress=False, plugins=plugins())
     table: Table = {}
     for record in RunStore(result.path).load():
         table[cell_key(record.cell)] = {"status": record.status, "reason": (record.reason or "").strip(),

@@ -226,13 +226,13 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
     marks, gate = tmp_path / "marks", tmp_path / "gate"
     marks.mkdir()
     workloads = ["resnet50", "yolov5s", "yolov8n", "yolov8s", "transformer-base", "bert-base"]
-    path = write_matrix(tmp_path, "faults", 'name = "faults"\ntargets = ["support_targets:GatedTarget=4.0"]\n'
+    path = write_matrix(tmp_path, "faults", 'name = "faults"\ntargets = ["support_targets:GatedTarget"]\n'
                         + "".join(f'[[workloads]]\nname = "{w}"\npreset = "tiny"\n' for w in workloads)
                         + "[axes]\nseed = [20, 21]\n")
     total = 3 * len(workloads)
     run_file = tmp_path / "runs" / "faults.jsonl"
     cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "faults",
-           "--executor", "ray", "--address", cluster.address, "--quiet"]
+           "--executor", "ray", "--address", cluster.address, "--quiet", "--allow-plugin", "support_targets:GatedTarget"]
     env = {**cluster.env, "MSBENCH_TEST_MARKS": str(marks), "MSBENCH_TEST_GATE": str(gate)}
     known = {n["NodeID"] for n in cluster.alive()}
     victim = cluster.start_node(f"--address={cluster.address}", "--num-cpus=1")
@@ -294,7 +294,7 @@ def test_asv_path_without_an_address_starts_and_stops_a_local_ray(tmp_path):
         seed = [7, 8]
     """)
     env = {**os.environ, "MSBENCH_EXECUTOR": "ray", "MSBENCH_MATRIX": str(path), "MSBENCH_TARGET": "support_targets:InlineTarget",
-           "MSBENCH_ASV_RUNS": str(tmp_path / "runs"),
+           "MSBENCH_ALLOW_PLUGINS": "support_targets:InlineTarget", "MSBENCH_ASV_RUNS": str(tmp_path / "runs"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
     env.pop("RAY_ADDRESS", None)
     code = ("import ray, benchmarks; table = benchmarks.evaluate_matrix(); "

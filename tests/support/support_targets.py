@@ -94,7 +94,10 @@ class FingerprintedTarget(InlineTarget):
 class GatedTarget(InlineTarget):
     """For executor tests: marks where each cell runs (a file `<seed>.<cell id>.<node>` in $MSBENCH_TEST_MARKS),
     and holds cells with seed >= 20 until the file $MSBENCH_TEST_GATE exists, so a test can kill a node
-    or the driver at a known point."""
+    or the driver at a known point. Each cell takes 4 s, so a node can be killed while one runs."""
+
+    def __init__(self, delay: str = "4.0", accuracy: bool = False) -> None:
+        super().__init__(delay, accuracy)
 
     def run(self, cell: Cell) -> Record:
         marks, gate = os.environ.get("MSBENCH_TEST_MARKS"), os.environ.get("MSBENCH_TEST_GATE")
