@@ -1,4 +1,7 @@
-"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json]`.
+"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json] [--trace FILE]`.
+
+A question about an NPU is about the published network: on an NPU profile the preset defaults to
+`full`; on the `cpu` profile (which is checked against real tiny-preset runs) to `tiny`.
 
 One JSON object, keys sorted and floats rounded by `Prediction.to_dict`, so the bytes are the same
 across runs, processes, thread counts and machines for the same inputs.
@@ -9,13 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardware.model.profile import load_profile
+from hardware.model.predict import Prediction
+from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
 
 
-def prediction_json(cell: Cell) -> str:
-    """The prediction of `cell` (target `model:<profile>`) as canonical JSON."""
+def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
+    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON."""
     from hardware.model.target import predict_cell
 
     profile = cell.target.partition(":")[2]
@@ -23,12 +27,29 @@ def prediction_json(cell: Cell) -> str:
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def prediction_json(cell: Cell) -> str:
+    return cell_prediction(cell)[1]
+
+
+def default_preset(profile: HardwareProfile) -> str:
+    return "full" if profile.profile.kind == "npu" else "tiny"
+
+
+def trace_title(cell: Cell) -> str:
+    return f"{cell.workload} ({cell.preset}) on {cell.target} [{cell.id}]"
 
 
 def predict_command(args: argparse.Namespace) -> int:
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
-    text = prediction_json(cell_from_args(args, f"model:{args.hardware}"))
+    cell = cell_from_args(args, f"model:{args.hardware}")
+    prediction, text = cell_prediction(cell)
+    if args.trace:
+        from hardware.model.trace import write_trace
+
+        write_trace(args.trace, prediction, trace_title(cell))
     if args.json:
         print(text)
         return 0

@@ -1,7 +1,7 @@
 """`model:<profile>`: the device model as a Target. Runs inline (it is a pure function of cached data).
 
 The only impure steps sit here, around the pure `predict`: extracting the cell's real op graph
-(cached), applying fusion, fetching the measured host cost (cached), and optionally the real
+(cached), applying fusion, reading the calibrated host cost (hardware/calibration/host_cost.json), and optionally the real
 tiny-preset accuracy (cached by the real-target side).
 """
 
@@ -55,8 +55,8 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
+    host = host_cost(workload, preset, overrides, settings.data_format)     # the calibration file, no probe
     graph = cell_graph(workload, preset, overrides, settings, profile)
-    host = host_cost(workload, preset, overrides, settings)
     return CellPrediction(predict(graph, settings, profile, host), graph, profile)
 
 

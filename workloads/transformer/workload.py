@@ -56,6 +56,7 @@ class TransformerWorkload(Workload):
     preset_cls: ClassVar[type[TransformerPreset]] = TransformerPreset
     presets_file: ClassVar[Path] = PRESETS_FILE
     architecture: ClassVar[str]          # a key of TASKS: encoder-decoder | encoder | decoder
+    identical_blocks: ClassVar[tuple[str, ...]] = ("layers", "decoder_layers")
     source_columns: ClassVar[list[str]]
     input_columns: ClassVar[list[str]]
     label_columns: ClassVar[list[str]]
