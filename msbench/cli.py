@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per isolated cell")
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--trace-dir", help="model targets: also write each cell's predicted step as a Chrome trace here")
 
     p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
     add_cell_options(p)

@@ -128,8 +128,12 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
 
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
-               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None) -> RunResult:
+               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
+               trace_dir: str | Path | None = None) -> RunResult:
     matrix = load_matrix(matrix_path, target=target, extra=extra)
+    if trace_dir is not None and not all(t.startswith("model:") for t in matrix.targets):
+        raise UserError(f"--trace-dir={str(trace_dir)!r} is not allowed for targets {', '.join(matrix.targets)}; "
+                        "allowed: model:<profile> targets (a trace is of a predicted step)")
     expansion = matrix.expand()
     shard_ij = parse_shard(shard)
     out = Path(out)
@@ -142,7 +146,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
     pending = [e for e in todo if e.cell.id not in done]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
-    options = {"accuracy": matrix.accuracy}
+    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
     jobs = jobs or default_jobs(matrix.targets, options)
     provenance = capture_provenance()
     run_name = path.stem
@@ -251,6 +255,6 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--jobs={args.jobs} is not allowed; allowed: an integer >= 1")
     result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                         jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
-                        extra=parse_assignments(args.set))
+                        extra=parse_assignments(args.set), trace_dir=args.trace_dir)
     print(result.path)
     return 0

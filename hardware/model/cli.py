@@ -38,16 +38,12 @@ def default_preset(profile: HardwareProfile) -> str:
     return "full" if profile.profile.kind == "npu" else "tiny"
 
 
-def trace_title(cell: Cell) -> str:
-    return f"{cell.workload} ({cell.preset}) on {cell.target} [{cell.id}]"
-
-
 def predict_command(args: argparse.Namespace) -> int:
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
     cell = cell_from_args(args, f"model:{args.hardware}")
     prediction, text = cell_prediction(cell)
     if args.trace:
-        from hardware.model.trace import write_trace
+        from hardware.model.trace import trace_title, write_trace
 
         write_trace(args.trace, prediction, trace_title(cell))
     if args.json:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -98,9 +99,16 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
     micro = micro_batch_size(full, settings)
     stacks = {f: getattr(full, f) for f in wl.identical_blocks if getattr(full, f) > 0}
     graph = None
-    if len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1]:
-        shallow = [batch_graph(workload, preset, {**overrides, **dict.fromkeys(stacks, d)}, settings, micro)
-                   for d in REFERENCE_DEPTHS]
+    depths = [{**overrides, **dict.fromkeys(stacks, d)} for d in REFERENCE_DEPTHS] \
+        if len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1] else []
+    batches = [dataclasses.replace(settings, batch_size=b) for b in REFERENCE_BATCHES] \
+        if micro > REFERENCE_BATCHES[-1] else [settings]
+    # The small compiles are independent child processes: two at a time (each is single-threaded enough).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda job: direct_graph(workload, preset, *job),
+                      [(o, s) for o in depths or [overrides] for s in batches]))
+    if depths:
+        shallow = [batch_graph(workload, preset, o, settings, micro) for o in depths]
         graph = scale_depth(*shallow, max(stacks.values()))
     graph = graph or batch_graph(workload, preset, overrides, settings, micro)
     graph = dataclasses.replace(graph, key=key, meta={**graph.meta, "graph_knobs": graph_knobs(settings)})

@@ -1,4 +1,4 @@
-"""An OpGraph at any batch from two small extractions: extraction cost does not grow with the cell.
+"""An OpGraph at any batch and depth from small extractions: extraction cost does not grow with the cell.
 
 Compiling the real step on the CPU backend allocates the step's memory (BERT-large at batch 96 took
 21.8 GB of host RAM). For a network of fixed structure, every quantity of the compiled step is affine
@@ -11,6 +11,11 @@ points, in integers. When the two op lists do not align one to one (MindSpore ch
 the two sizes), or a term is not affine in integers, `scale_batch` returns None and the caller
 extracts directly. tests/hardware/test_model_scaling.py checks the result against a direct extraction
 at a third batch for every workload.
+
+Depth works the same way for a stack of identical blocks (Transformer layers: a workload names the
+preset fields that count them in `Workload.identical_blocks`): the ops one more block adds are
+repeated, and the weight, state and activation counts are affine in the number of blocks. ResNet
+stages are not identical (each starts with a downsampling block) and are not scaled.
 """
 
 from __future__ import annotations
@@ -91,7 +96,10 @@ BLOCK_INDEX = re.compile(r"(CellList/)1-")
 
 
 def op_signature(op: Op) -> tuple[Any, ...]:
-    return (op.type, op.scope, op.phase, op.unit, op.fusion_group, op.inputs, op.outputs)
+    """What must match for two ops to be the same kernel. Not the scope: when MindSpore merges nodes the
+    kernel takes one of their scopes, and which one can change with the depth (a LayerNormGrad named
+    after the MLM head at one block is named after layer 0's norm at two)."""
+    return (op.type, op.phase, op.unit, op.fusion_group, op.inputs, op.outputs)
 
 
 def block_copy(op: Op, index: int) -> Op:
@@ -103,8 +111,8 @@ def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
     """`g1`/`g2` extracted with 1 and 2 blocks per stack (all else equal), extended to `depth` blocks.
 
     The ops that the second block adds are found by aligning the two op lists (difflib); each added run
-    is repeated for blocks 2..depth-1 next to itself: after it in forward and optimizer order, before
-    it in backward (which visits blocks in reverse). Counts of weights, states and kept activations
+    is repeated for blocks 2..depth-1 next to itself: after it, or before it when the run starts in
+    backward (which visits blocks in reverse; MindSpore interleaves optimizer updates with it). Counts of weights, states and kept activations
     are affine in the depth, like the batch terms above. None when the lists differ by anything but
     insertions (a block that is not a plain repeat)."""
     import difflib

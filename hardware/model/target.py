@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from hardware.model.opgraph import OpGraph
@@ -80,10 +81,11 @@ class ModelTarget:
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
 
-    def __init__(self, profile: str, accuracy: bool = False) -> None:
+    def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
+        self.trace_dir = trace_dir                    # `msbench run --trace-dir`: one trace per cell
 
     def supports(self, cell: Cell) -> str | None:
         if cell.settings.sink and not self.profile.launch.supports_sink:
@@ -93,6 +95,10 @@ class ModelTarget:
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
         metrics = prediction_metrics(result.prediction.to_dict())
+        if self.trace_dir:
+            from hardware.model.trace import trace_title, write_trace
+
+            write_trace(Path(self.trace_dir) / f"{cell.id}.trace.json", result.prediction, trace_title(cell))
         status, reason = "ok", None
         if result.prediction.oom:
             status = "oom"

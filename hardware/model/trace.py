@@ -106,6 +106,11 @@ def trace_events(prediction: Prediction, title: str) -> dict[str, Any]:
                           "host_cost_hash": prediction.detail.get("host_cost_hash", "")}}
 
 
+def trace_title(cell: Any) -> str:
+    """The name of a cell's trace (a `msbench.cell.Cell` on a `model:<profile>` target)."""
+    return f"{cell.workload} ({cell.preset}) on {cell.target} [{cell.id}]"
+
+
 def write_trace(path: str | Path, prediction: Prediction, title: str) -> Path:
     """Write the trace as JSON (keys sorted: the same bytes for the same prediction)."""
     path = Path(path)

@@ -6,10 +6,29 @@ import dataclasses
 
 import pytest
 
-from hardware.model.scaling import REFERENCE_BATCHES, affine, scale_batch
+from collections import Counter
+
+from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, affine, scale_batch, scale_depth
 from model_graphs import elementwise, graph, mlp_step
 from msbench.settings import Settings
-from workloads.registry import WORKLOADS
+from workloads.registry import WORKLOADS, get_workload
+
+STACKED = sorted(w for w in WORKLOADS if get_workload(w).identical_blocks)
+
+
+def kernels(g):
+    """The kernel list as a multiset (depth scaling repeats a block's ops next to them, and MindSpore's
+    scheduler may interleave blocks' backward and optimizer kernels differently)."""
+    return Counter((o.type, o.phase, o.inputs, o.outputs) for o in g.ops)
+
+
+def assert_same_costs(scaled, direct):
+    for field in ("flops", "bytes"):
+        assert sum(getattr(o, field) for o in scaled.ops) == pytest.approx(
+            sum(getattr(o, field) for o in direct.ops), rel=0.01)
+    assert scaled.activation_bytes == pytest.approx(direct.activation_bytes, rel=0.01)
+    assert (scaled.param_count, scaled.param_bytes) == (direct.param_count, direct.param_bytes)
+    assert scaled.meta["state_bytes"] == direct.meta["state_bytes"]
 
 
 def test_affine_is_exact_in_integers_or_refuses():
@@ -48,8 +67,37 @@ def test_scaled_extraction_matches_a_direct_one(workload):
     assert scaled.meta.get("scaled_from_batches") == list(REFERENCE_BATCHES), "the scaled path was not taken"
     assert [(o.type, o.phase, o.scope) for o in scaled.ops] == [(o.type, o.phase, o.scope) for o in direct.ops]
     assert [(o.inputs, o.outputs) for o in scaled.ops] == [(o.inputs, o.outputs) for o in direct.ops]
-    for field in ("flops", "bytes"):
-        assert sum(getattr(o, field) for o in scaled.ops) == pytest.approx(
-            sum(getattr(o, field) for o in direct.ops), rel=0.01)
-    assert scaled.activation_bytes == pytest.approx(direct.activation_bytes, rel=0.01)
-    assert (scaled.param_count, scaled.param_bytes) == (direct.param_count, direct.param_bytes)
+    assert_same_costs(scaled, direct)
+
+
+def depth_overrides(workload: str, depth: int) -> dict:
+    preset = get_workload(workload).preset("tiny")
+    return {f: depth for f in get_workload(workload).identical_blocks if getattr(preset, f) > 0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", STACKED)
+def test_depth_scaled_extraction_matches_a_direct_one(workload):
+    """Tiny presets at batch 2: three blocks per stack extended from one and two, against three compiled."""
+    from hardware.model.graph import direct_graph
+
+    small = Settings(batch_size=REFERENCE_BATCHES[0])
+    shallow = [direct_graph(workload, "tiny", depth_overrides(workload, d), small) for d in REFERENCE_DEPTHS]
+    scaled = scale_depth(*shallow, 3)
+    direct = direct_graph(workload, "tiny", depth_overrides(workload, 3), small)
+    assert scaled is not None and scaled.meta["scaled_from_depths"] == list(REFERENCE_DEPTHS)
+    assert kernels(scaled) == kernels(direct)
+    assert_same_costs(scaled, direct)
+
+
+@pytest.mark.slow
+def test_the_product_path_scales_batch_and_depth_together():
+    from hardware.model.graph import direct_graph, extract_graph
+
+    settings, overrides = Settings(batch_size=8), depth_overrides("bert-base", 3)
+    scaled = extract_graph("bert-base", "tiny", overrides, settings)
+    assert scaled.meta["scaled_from_batches"] == list(REFERENCE_BATCHES)
+    assert scaled.meta["scaled_from_depths"] == list(REFERENCE_DEPTHS)
+    direct = direct_graph("bert-base", "tiny", overrides, settings)
+    assert kernels(scaled) == kernels(direct)
+    assert_same_costs(scaled, direct)

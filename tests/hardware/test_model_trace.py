@@ -113,3 +113,30 @@ def test_cli_trace_of_a_real_cell_matches_its_prediction(workload, tmp_path):
     assert len(spans(trace, DEVICE_PID, COMPUTE_TID)) == prediction["detail"]["kernels"]
     end = max(e["ts"] + e["dur"] for e in spans(trace))
     assert end == pytest.approx(prediction["step_time_s"] * 1e6, rel=1e-5)
+
+
+def test_run_trace_dir_is_refused_for_measuring_targets(tmp_path):
+    from msbench.errors import UserError
+    from msbench.runner import run_matrix
+
+    with pytest.raises(UserError, match="--trace-dir"):
+        run_matrix(REPO / "matrices" / "smoke.toml", target="mindspore:cpu", out=tmp_path, progress=False,
+                   trace_dir=tmp_path / "traces")
+
+
+@pytest.mark.slow
+def test_run_trace_dir_writes_one_trace_per_cell(tmp_path):
+    from msbench.runner import run_matrix
+
+    matrix = tmp_path / "one.toml"
+    matrix.write_text('name = "one"\ndescription = "one cell"\ntargets = ["model:ascend910b"]\nstrategy = "ofat"\n'
+                      'accuracy = false\n[[workloads]]\nname = "resnet50"\npreset = "tiny"\n[base]\nmode = "graph"\n'
+                      '[axes]\namp_level = ["O0", "O2"]\n')
+    result = run_matrix(matrix, out=tmp_path / "runs", progress=False, trace_dir=tmp_path / "traces")
+    written = sorted((tmp_path / "traces").glob("*.trace.json"))
+    assert [p.name for p in written] == sorted(f"{r.cell_id}.trace.json" for r in result.records)
+    for path, record in zip(written, sorted(result.records, key=lambda r: r.cell_id)):
+        trace = json.loads(path.read_text())
+        jsonschema.validate(trace, TRACE_SCHEMA)
+        end = max(e["ts"] + e["dur"] for e in spans(trace))
+        assert end == pytest.approx(record.metrics.step_time_s * 1e6, rel=1e-5)
