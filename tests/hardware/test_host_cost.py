@@ -13,10 +13,29 @@ from hardware.calibration.host_cost import EntrySpec, ProbePlan, calibrate_host,
 from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, calibration_hash, entry_key, host_cost
 from hardware.model.host_time import per_sample_seconds, serial_per_sample_s
 from msbench.errors import UserError
-from workloads.registry import WORKLOADS
+from workloads.registry import WORKLOADS, get_workload
 
 REPO = Path(__file__).resolve().parents[2]
 TIMING_CALLS = re.compile(r"\b(perf_counter|process_time|monotonic|time\.time|getloadavg|clock_gettime)\b")
+
+
+def test_the_shipped_file_covers_every_workload_and_matrix_cell():
+    """`predict`, `run` and `nightly` never probe: every shipped workload's presets and the validation
+    matrix's resized cells are in the file, with the fields the model and a reader need."""
+    data = json.loads(CALIBRATION_FILE.read_text())
+    assert data["schema"] == SCHEMA and data["note"].startswith(calibration.NOTE)
+    for workload in WORKLOADS:
+        for preset in ("tiny", "full"):
+            for fmt in ("generator", "mindrecord"):
+                assert entry_key(workload, preset, {}, fmt) in data["entries"]
+    for key, e in data["entries"].items():
+        assert key == entry_key(e["workload"], e["preset"], e["overrides"], e["data_format"])
+        assert set(e["seconds_per_sample"]) == {"1", "2"} and min(e["seconds_per_sample"].values()) > 0
+        assert 0 <= e["python_seconds_per_sample"] and e["bytes_per_sample"] > 0
+        for workers, (low, high) in e["spread"].items():
+            assert low <= e["seconds_per_sample"][workers] <= high
+        assert e["host"]["cores"] >= 1 and e["host"]["cpu_model"] and e["measured_at"].endswith("Z")
+        assert e["command"].startswith(f"msbench calibrate host {e['workload']} --preset {e['preset']}")
 
 
 def test_model_reads_the_entry_and_the_file_hash(tmp_path):
@@ -96,7 +115,8 @@ def test_calibrate_measures_an_entry_the_model_then_reads(tmp_path, private_cach
     assert len(e["segments"]["1"]) == len(e["segments"]["2"]) == calibration.REPEATS
     # BERT's masking is a Python map: its share of the 1-worker time is measured and is not zero.
     assert 0 < e["python_seconds_per_sample"] <= e["seconds_per_sample"]["1"]
-    assert e["batch_size"] == 32 and e["samples_timed_per_worker_count"] >= calibration.MIN_SAMPLES
+    assert e["batch_size"] == get_workload("bert-base").preset("tiny").batch_size
+    assert e["samples_timed_per_worker_count"] >= calibration.MIN_SAMPLES
     assert len(e["host"]["load_average_before"]) == 3
     cost = host_cost("bert-base", "tiny", {}, "generator", path=path)
     assert cost.per_sample_s == e["seconds_per_sample"]["1"] and cost.bytes_per_sample == e["bytes_per_sample"]
