@@ -281,6 +281,9 @@ def default_specs(workloads: Sequence[str], presets: Sequence[str], formats: Seq
         return [EntrySpec(e["workload"], e["preset"], tuple(sorted(e["overrides"].items())), e["data_format"])
                 for e in existing.values()
                 if (not presets or e["preset"] in presets) and (not formats or e["data_format"] in formats)]
+    if overrides and not workloads:
+        raise UserError("--override is not allowed without a WORKLOAD; allowed: "
+                        "msbench calibrate host WORKLOAD --override FIELD=VALUE")
     for name in workloads:
         if name not in WORKLOADS:
             raise ConfigError("workload", name, ", ".join(WORKLOADS))

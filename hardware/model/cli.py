@@ -30,10 +30,6 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
     return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
-def prediction_json(cell: Cell) -> str:
-    return cell_prediction(cell)[1]
-
-
 def default_preset(profile: HardwareProfile) -> str:
     return "full" if profile.profile.kind == "npu" else "tiny"
 

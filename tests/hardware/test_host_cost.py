@@ -92,6 +92,8 @@ def test_default_specs_remeasure_the_file_or_name_the_grid():
 
     with pytest.raises(ConfigError, match="resnet5"):
         default_specs(["resnet5"], [], [], {}, {})
+    with pytest.raises(UserError, match="--override"):
+        default_specs([], [], [], {"image_size": 64}, existing)
 
 
 @pytest.mark.parametrize("train_samples, batch", [(1024, 256), (65536, 32), (512, 16), (40, 16), (8, 32)])
