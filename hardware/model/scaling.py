@@ -15,7 +15,9 @@ at a third batch for every workload.
 Depth works the same way for a stack of identical blocks (Transformer layers: a workload names the
 preset fields that count them in `Workload.identical_blocks`): the ops one more block adds are
 repeated, and the weight, state and activation counts are affine in the number of blocks. ResNet
-stages are not identical (each starts with a downsampling block) and are not scaled.
+stages are not identical (each starts with a downsampling block), nor are encoder-decoder stacks
+(every decoder block reads the encoder output: its gradient is one AddN whose arity grows with the
+depth); they are scaled in batch only.
 """
 
 from __future__ import annotations

@@ -136,6 +136,9 @@ class EncoderDecoderWorkload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "token_accuracy"
     architecture: ClassVar[str] = "encoder-decoder"
+    # Not a stack of independent blocks: every decoder block reads the encoder output, so its gradient
+    # is one AddN whose arity grows with the depth (a shallow extraction cannot be repeated exactly).
+    identical_blocks: ClassVar[tuple[str, ...]] = ()
     source_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids", "labels"]
     input_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
