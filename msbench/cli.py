@@ -22,15 +22,17 @@ HANDLERS: dict[str, str] = {
     "measure": "hardware.mindspore.cli:measure_command",
     "predict": "hardware.model.cli:predict_command",
     "validate": "hardware.model.validate:validate_command",
+    "calibrate": "hardware.calibration.host_cost:calibrate_command",
     "report": "msbench.report.cli:report_command",
     "compare": "msbench.compare:compare_command",
     "nightly": "msbench.nightly:nightly_command",
 }
 
 
-def add_cell_options(p: argparse.ArgumentParser) -> None:
+def add_cell_options(p: argparse.ArgumentParser, preset_help: str = "preset name (default: tiny)",
+                     preset_default: str | None = "tiny") -> None:
     p.add_argument("workload", help="workload name (msbench list workloads)")
-    p.add_argument("--preset", default="tiny", help="preset name (default: tiny)")
+    p.add_argument("--preset", default=preset_default, help=preset_help)
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE",
                    help="set a knob (repeatable; msbench list knobs)")
     p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE",
@@ -80,7 +82,13 @@ def cell_from_args(args: argparse.Namespace, target: str):
     if args.workload not in WORKLOADS:
         raise UserError(f"workload={args.workload!r} is not known; allowed: {', '.join(WORKLOADS)}")
     settings = make_settings(parse_assignments(args.set), where="--set")
-    cell = Cell(workload=args.workload, preset=args.preset, overrides=parse_overrides(args.override),
+    preset = args.preset
+    if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
+        from hardware.model.cli import default_preset
+        from hardware.model.profile import load_profile
+
+        preset = default_preset(load_profile(target.partition(":")[2]))
+    cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
                 settings=settings, target=target)
     from workloads.registry import get_workload
 
@@ -118,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_matrix_guards(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_executor_options(p)
+    p.add_argument("--trace-dir", help="model targets: also write each cell's predicted step as a Chrome trace here")
 
     p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
     add_cell_options(p)
@@ -126,8 +135,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1800.0)
 
     p = sub.add_parser("predict", help="predict one cell on the device model")
-    add_cell_options(p)
+    add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None)
     p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
+    p.add_argument("--trace", metavar="FILE", help="also write the predicted step as a Chrome trace (Perfetto)")
+
+    p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json")
+    p.add_argument("what", choices=["host"])
+    p.add_argument("workloads", nargs="*", help="workloads to measure (default: every entry already in the file)")
+    p.add_argument("--preset", action="append", default=[], help="preset (repeatable; default: tiny and full)")
+    p.add_argument("--data-format", action="append", default=[], choices=["generator", "mindrecord"],
+                   help="data format (repeatable; default: both)")
+    p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE", help="preset override")
+    p.add_argument("--file", help="the calibration file to rewrite (default: the repository's)")
+    p.add_argument("--note", default="", help="conditions of this measurement, kept in the file's note")
 
     p = sub.add_parser("validate", help="compare the device model with real CPU runs (cpu) or published Ascend runs")
     p.add_argument("--profile", default="cpu")

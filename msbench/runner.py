@@ -162,7 +162,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
                plugins: Iterable[str] = (), max_cells: int = MAX_CELLS, executor: str | None = None,
-               address: str | None = None) -> RunResult:
+               address: str | None = None, trace_dir: str | Path | None = None) -> RunResult:
     """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`)."""
     check_timeout(timeout)
     if jobs is not None and (type(jobs) is not int or jobs < 1):
@@ -173,6 +173,9 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if run_id is not None:
         check_name("--run-id", run_id)
     matrix = load_matrix(matrix_path, target=target, extra=extra, plugins=plugins)
+    if trace_dir is not None and not all(t.startswith("model:") for t in matrix.targets):
+        raise UserError(f"--trace-dir={str(trace_dir)!r} is not allowed for targets {', '.join(matrix.targets)}; "
+                        "allowed: model:<profile> targets (a trace is of a predicted step)")
     expansion = matrix.expand(max_cells)
     shard_ij = parse_shard(shard)
     out = check_out_dir(Path(out))
@@ -182,7 +185,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if not todo:
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
-    options = {"accuracy": matrix.accuracy}
+    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):
@@ -318,7 +321,8 @@ def run_command(args: argparse.Namespace) -> int:
         result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                             jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
                             extra=parse_assignments(args.set), plugins=args.allow_plugin, max_cells=args.max_cells,
-                            executor=args.executor, address=args.address)
+                            executor=args.executor, address=args.address,
+                            trace_dir=args.trace_dir)
     except RunInterrupted as stop:
         print(f"msbench run: interrupted: saved {stop.saved} of {stop.total} cells in {stop.path}; resume with: "
               f"{resume_command(args, stop.path)}", file=sys.stderr)

@@ -87,6 +87,9 @@ class Workload(ABC):
     metric_name: ClassVar[str]           # headline key of evaluate(), a number in [0, 1]
     preset_cls: ClassVar[type[Preset]]
     presets_file: ClassVar[Path]
+    # Preset fields that count identical blocks of a stack (the device model extracts a shallow copy
+    # and extends it: hardware/model/scaling.py). Only where every block is the same network.
+    identical_blocks: ClassVar[tuple[str, ...]] = ()
 
     def presets(self) -> dict[str, Preset]:
         return load_presets(self.presets_file, self.name, self.preset_cls)

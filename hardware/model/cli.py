@@ -1,4 +1,7 @@
-"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json]`.
+"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json] [--trace FILE]`.
+
+A question about an NPU is about the published network: on an NPU profile the preset defaults to
+`full`; on the `cpu` profile (which is checked against real tiny-preset runs) to `tiny`.
 
 One JSON object, keys sorted and floats rounded by `Prediction.to_dict`, so the bytes are the same
 across runs, processes, thread counts and machines for the same inputs.
@@ -9,13 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardware.model.profile import load_profile
+from hardware.model.predict import Prediction
+from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
 
 
-def prediction_json(cell: Cell) -> str:
-    """The prediction of `cell` (target `model:<profile>`) as canonical JSON."""
+def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
+    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON."""
     from hardware.model.target import predict_cell
 
     profile = cell.target.partition(":")[2]
@@ -23,7 +27,11 @@ def prediction_json(cell: Cell) -> str:
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def default_preset(profile: HardwareProfile) -> str:
+    return "full" if profile.profile.kind == "npu" else "tiny"
 
 
 def predict_command(args: argparse.Namespace) -> int:
@@ -35,7 +43,11 @@ def predict_command(args: argparse.Namespace) -> int:
     reason = ModelTarget(args.hardware).supports(cell)  # the capability table: never a knob that changes nothing
     if reason:
         raise UserError(f"unsupported on model:{args.hardware}: {reason}")
-    text = prediction_json(cell)
+    prediction, text = cell_prediction(cell)
+    if args.trace:
+        from hardware.model.trace import trace_title, write_trace
+
+        write_trace(args.trace, prediction, trace_title(cell))
     if args.json:
         print(text)
         return 0

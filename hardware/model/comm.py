@@ -24,6 +24,7 @@ class CommTime:
     exposed_s: float           # what the step waits for after backward
     buckets: int
     bytes: int
+    bucket_s: tuple[float, ...] = ()    # each bucket's all-reduce, in launch order
 
 
 def level_groups(devices: int, levels: tuple[Level, ...]) -> list[tuple[Level, int]]:
@@ -69,4 +70,4 @@ def gradient_allreduce(grad_bytes: int, devices: int, backward_s: float, profile
     times = [allreduce_seconds(size, devices, profile) for size in sizes]
     total = sum(times)
     exposed = max(times[-1], total - backward_s)
-    return CommTime(total_s=total, exposed_s=exposed, buckets=len(sizes), bytes=grad_bytes)
+    return CommTime(total_s=total, exposed_s=exposed, buckets=len(sizes), bytes=grad_bytes, bucket_s=tuple(times))

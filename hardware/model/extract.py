@@ -71,6 +71,7 @@ def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
     """Build the real step for the cell and compile it on a synthetic batch of the micro-batch size."""
     import mindspore as ms
 
+    from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
     from msbench.settings import make_settings
     from workloads.registry import get_workload
     from workloads.train_step import build_train_step
@@ -83,6 +84,8 @@ def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
     step = build_train_step(workload, preset, settings)
+    if settings.optimizer in PATCHED_OPTIMIZERS:          # no CPU kernel: the same update on CPU primitives
+        use_cpu_compositions(step.optimizer)
     # One call of the step cell is one optimizer update over all micro-batches, stacked on axis 0.
     arrays = workload.synthetic_batch(preset, step.step_batch)
     step.cell.compile(*[ms.Tensor(a) for a in arrays])

@@ -9,8 +9,10 @@ changes the compiled graph.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -21,6 +23,7 @@ from msbench.host_share import shared_host
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
 from hardware.model.opgraph import OpGraph
+from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
 
 CACHE_KIND = "opgraph"
 SCHEMA = 1                       # bump when the OpGraph layout changes (parser edits change PARSER_SOURCES)
@@ -29,7 +32,8 @@ SCHEMA = 1                       # bump when the OpGraph layout changes (parser 
 GRAPH_KNOBS = graph_knobs()
 EXTRACT_TIMEOUT_S = 600.0
 # Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
-PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py"))
+PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py",
+                                                                         "cpu_optimizers.py"))
 
 
 # Graphs already read in this process, by (cache directory, key): a matrix predicts many cells of one
@@ -78,12 +82,62 @@ def graph_key(workload: str, preset: str, overrides: Mapping[str, Any], settings
 
 
 def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> OpGraph:
-    """The OpGraph of one cell's training step (cached; cold: one compile in a child process)."""
+    """The OpGraph of one cell's training step. Its cost does not grow with the cell: above the reference
+    batches, and for stacks of identical blocks deeper than the reference depths, it is scaled exactly
+    from small cached extractions (hardware/model/scaling.py); otherwise one compile in a child process."""
+    from workloads.registry import get_workload
+    from workloads.train_step import micro_batch_size
+
     overrides = dict(overrides or {})
+    check_preset(workload, preset, overrides)
     key = graph_key(workload, preset, overrides, settings)
     memo_key = (str(cache_dir(CACHE_KIND)), key)
     if memo_key in _LOADED:
         return _LOADED[memo_key]
+    wl = get_workload(workload)
+    full = wl.preset(preset, overrides)
+    micro = micro_batch_size(full, settings)
+    stacks = {f: getattr(full, f) for f in wl.identical_blocks if getattr(full, f) > 0}
+    graph = None
+    depths = [{**overrides, **dict.fromkeys(stacks, d)} for d in REFERENCE_DEPTHS] \
+        if len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1] else []
+    batches = [dataclasses.replace(settings, batch_size=b) for b in REFERENCE_BATCHES] \
+        if micro > REFERENCE_BATCHES[-1] else [settings]
+    # The small compiles are independent child processes: two at a time (each is single-threaded enough).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda job: direct_graph(workload, preset, *job),
+                      [(o, s) for o in depths or [overrides] for s in batches]))
+    if depths:
+        shallow = [batch_graph(workload, preset, o, settings, micro) for o in depths]
+        graph = scale_depth(*shallow, max(stacks.values()))
+    graph = graph or batch_graph(workload, preset, overrides, settings, micro)
+    graph = dataclasses.replace(graph, key=key, meta={**graph.meta, "graph_knobs": graph_knobs(settings)})
+    _LOADED[memo_key] = graph
+    return graph
+
+
+def batch_graph(workload: str, preset: str, overrides: dict[str, Any], settings: Settings, micro: int) -> OpGraph:
+    """The graph at micro-batch `micro`: scaled from the reference batches when larger, else compiled."""
+    if micro > REFERENCE_BATCHES[-1]:
+        small = [direct_graph(workload, preset, overrides, dataclasses.replace(settings, batch_size=b))
+                 for b in REFERENCE_BATCHES]
+        scaled = scale_batch(*small, micro)
+        if scaled is not None:
+            return scaled
+    return direct_graph(workload, preset, overrides, settings)
+
+
+def graph_knobs(settings: Settings) -> dict[str, Any]:
+    return {k: getattr(settings, k) for k in GRAPH_KNOBS}
+
+
+def direct_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> OpGraph:
+    """The OpGraph compiled at the cell's own batch (cached; cold: one compile in a child process)."""
+    key = graph_key(workload, preset, overrides, settings)
+    memo_key = (str(cache_dir(CACHE_KIND)), key)
+    if memo_key in _LOADED:
+        return _LOADED[memo_key]
+
     def compile_step() -> dict[str, Any]:
         check_preset(workload, preset, overrides)
         result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
@@ -118,7 +172,7 @@ def graph_meta(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
         "flops_by_phase": dict(sorted(flops_by_phase.items())),
         "state_bytes": result["state_bytes"],
         "recomputed_blocks": result["recomputed_blocks"],
-        "graph_knobs": {k: getattr(settings, k) for k in GRAPH_KNOBS},
+        "graph_knobs": graph_knobs(settings),
     }
 
 

@@ -8,9 +8,15 @@
 - Round trip. Without dataset sink every step is launched from the host and its loss fetched
   back; with sink, one round trip covers `sink_size` steps (or an epoch for sink_size=-1).
 - Data pipeline. The per-sample host cost of the workload's real mindspore.dataset pipeline,
-  measured on the reference host (this CPU machine kind), is scaled by the profile's relative
-  core speed and divided by the workers that get a core. It overlaps device time unless
-  prefetch is 0, or the pipeline shares cores with the device (the CPU target).
+  calibrated on the reference host at 1 and 2 workers (hardware/calibration/host_cost.json), is
+  scaled by the profile's relative core speed over the workers that get a core, by Amdahl's law
+  (G. M. Amdahl, "Validity of the single processor approach to achieving large scale computing
+  capabilities", AFIPS 1967): t(w) = s + (t2 - s) * 2 / w for w >= 2, t(1) = t1, where s, the
+  serial part, is the larger of the time measured inside the pipeline's Python callables (they
+  hold the GIL, so threads run them one at a time: Python docs, "threading", CPython detail) and
+  the serial part that the two measured points imply (2*t2 - t1, which also catches serial C++
+  work such as batching), capped at t2. The law meets both measurements exactly. The pipeline
+  overlaps device time unless prefetch is 0, or it shares cores with the device (the CPU target).
 """
 
 from __future__ import annotations
@@ -24,10 +30,13 @@ from msbench.settings import Settings
 
 
 class HostCostLike(Protocol):
-    """What the model needs from `hardware.model.host_cost.HostCost` (measured on the reference host)."""
+    """What the model needs from `hardware.model.host_cost.HostCost` (calibrated on the reference host)."""
 
-    per_sample_s: float        # host seconds per sample of the cell's data pipeline, one worker
-    bytes_per_sample: int      # bytes of one sample as fed to the network (host -> device copy)
+    per_sample_s: float            # host seconds per sample of the cell's data pipeline, one worker
+    per_sample_2_workers_s: float  # the same with two workers
+    python_per_sample_s: float     # of the one-worker time: inside Python callables (GIL-serial)
+    bytes_per_sample: int          # bytes of one sample as fed to the network (host -> device copy)
+    calibration_hash: str          # of the calibration file the figures come from
 
 
 @dataclass(frozen=True)
@@ -59,13 +68,29 @@ def dispatch_us(settings: Settings, profile: HardwareProfile) -> float:
     return float(getattr(profile.launch, dispatch_key(settings)))
 
 
-def kernel_path_seconds(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> float:
-    """Device time with dispatch: async hosts hide dispatch behind longer kernels, O2 and sync hosts add it."""
+@dataclass(frozen=True)
+class KernelSlot:
+    """One kernel on the step's critical path: its host dispatch, its device time, and the slot both take."""
+
+    dispatch_s: float
+    device_s: float
+    overlapped: bool           # dispatch runs ahead of the device (slot = max) rather than before it (sum)
+
+    @property
+    def slot_s(self) -> float:
+        return max(self.device_s, self.dispatch_s) if self.overlapped else self.device_s + self.dispatch_s
+
+
+def kernel_slots(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> list[KernelSlot]:
+    """Async hosts hide dispatch behind longer kernels; O2 (a per-task device cost) and sync hosts add it."""
     per_kernel = dispatch_us(settings, profile) * 1e-6
     hidden = profile.launch.asynchronous and not (settings.mode == "graph" and settings.jit_level == "O2")
-    if hidden:
-        return sum(max(k.time_s, per_kernel) for k in kernels)
-    return sum(k.time_s for k in kernels) + per_kernel * len(kernels)
+    return [KernelSlot(per_kernel, k.time_s, hidden) for k in kernels]
+
+
+def kernel_path_seconds(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> float:
+    """Device time with dispatch (the sum of the kernels' slots)."""
+    return sum(s.slot_s for s in kernel_slots(kernels, settings, profile))
 
 
 def steps_per_round(settings: Settings, epoch_steps: int) -> int:
@@ -74,9 +99,27 @@ def steps_per_round(settings: Settings, epoch_steps: int) -> int:
     return settings.sink_size if settings.sink_size > 0 else max(epoch_steps, 1)
 
 
+def serial_per_sample_s(host: HostCostLike) -> float:
+    """The part of the pipeline's per-sample time that more workers do not divide (module docstring)."""
+    one, two = host.per_sample_s, host.per_sample_2_workers_s
+    return min(two, max(host.python_per_sample_s, 2.0 * two - one, 0.0))
+
+
+def per_sample_seconds(workers: int, host: HostCostLike) -> float:
+    """Reference-host seconds per sample at `workers` pipeline workers: measured at 1 and 2, Amdahl beyond."""
+    if workers <= 1:
+        return host.per_sample_s
+    serial = serial_per_sample_s(host)
+    return serial + (host.per_sample_2_workers_s - serial) * 2.0 / workers
+
+
+def pipeline_workers(settings: Settings, profile: HardwareProfile) -> int:
+    """Data-pipeline workers that get a host core of their own."""
+    return max(1, min(settings.workers, profile.host.cores_per_device))
+
+
 def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> float:
-    workers = max(1, min(settings.workers, profile.host.cores_per_device))
-    return host.per_sample_s * samples / (profile.host.core_speed * workers)
+    return per_sample_seconds(pipeline_workers(settings, profile), host) * samples / profile.host.core_speed
 
 
 def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile, host: HostCostLike,

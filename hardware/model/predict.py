@@ -1,5 +1,7 @@
 """The device model's one entry point: a pure function of (graph, settings, profile, host cost).
 
+The host cost is an entry of the calibration file (hardware/model/host_cost.py), never a probe.
+
 No I/O, no clocks, no randomness: the same inputs give the same Prediction, and `to_dict` rounds
 every float to a fixed number of significant digits so its JSON is byte-identical everywhere.
 
@@ -18,10 +20,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from hardware.model.comm import gradient_allreduce
+from hardware.model.comm import CommTime, gradient_allreduce
 from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
 from hardware.model.estimates import estimates_used
-from hardware.model.host_time import HostCostLike, host_time
+from hardware.model.host_time import (HostCostLike, HostTime, KernelSlot, host_time, kernel_slots,
+                                      pipeline_workers)
 from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
@@ -31,6 +34,18 @@ from msbench.settings import Settings
 PHASES = ("forward", "recompute", "backward", "optimizer")
 BOUNDS = ("compute", "memory", "host", "data", "comm")
 SIGNIFICANT = 6
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """The quantities a prediction is assembled from, kept for its timeline (hardware/model/trace.py)."""
+
+    kernels: tuple[Kernel, ...]
+    slots: tuple[KernelSlot, ...]      # per kernel, in launch order
+    host: HostTime
+    comm: CommTime
+    data_exposed_s: float
+    pipeline_workers: int              # data-pipeline workers that get a host core
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,7 @@ class Prediction:
     mfu: float
     memory: dict[str, int] = field(default_factory=dict)     # bytes per component of the peak
     detail: dict[str, Any] = field(default_factory=dict)     # counts and totals behind the figures
+    parts: StepParts | None = field(default=None, compare=False, repr=False)   # not in to_dict
 
     def to_dict(self) -> dict[str, Any]:
         """Rounded, key-sorted-ready plain data (the JSON of `msbench predict`)."""
@@ -123,5 +139,9 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "compute_bound_s": compute_bound, "memory_bound_s": memory_bound, "data_total_s": ht.data_s,
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
                 "profile": profile.name, "profile_hash": profile.digest,
-                "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)]},
+                "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)],
+                "host_cost_hash": host.calibration_hash},
+        parts=StepParts(kernels=tuple(ks), slots=tuple(kernel_slots(ks, settings, profile)), host=ht, comm=comm,
+                        data_exposed_s=data_exposed,
+                        pipeline_workers=pipeline_workers(settings, profile)),
     )

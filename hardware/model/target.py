@@ -1,7 +1,7 @@
 """`model:<profile>`: the device model as a Target. Runs inline (it is a pure function of cached data).
 
 The only impure steps sit here, around the pure `predict`: extracting the cell's real op graph
-(cached), applying fusion, fetching the measured host cost (cached), and optionally the real
+(cached), applying fusion, reading the calibrated host cost (hardware/calibration/host_cost.json), and optionally the real
 tiny-preset accuracy (cached by the real-target side).
 """
 
@@ -62,8 +62,8 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
+    host = host_cost(workload, preset, overrides, settings.data_format)     # the calibration file, no probe
     graph = cell_graph(workload, preset, overrides, settings, profile)
-    host = host_cost(workload, preset, overrides, settings)
     return CellPrediction(predict(graph, settings, profile, host), graph, profile)
 
 
@@ -87,10 +87,11 @@ class ModelTarget:
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
 
-    def __init__(self, profile: str, accuracy: bool = False) -> None:
+    def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
+        self.trace_dir = trace_dir                    # `msbench run --trace-dir`: one trace per cell
 
     @property
     def kind(self) -> str:
@@ -124,6 +125,10 @@ class ModelTarget:
         if reason:     # known only once the graph is extracted, as on the real target once the step is built
             return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())
+        if self.trace_dir:
+            from hardware.model.trace import trace_title, write_trace
+
+            write_trace(Path(self.trace_dir) / f"{cell.id}.trace.json", result.prediction, trace_title(cell))
         status, reason = "ok", None
         if result.prediction.oom:
             status = "oom"

@@ -138,7 +138,7 @@ def fit_cases(run_path: str | Path, profile: str) -> list:
         if split_of(c) != "fit":
             continue
         cases.append(FitCase(graph=cell_graph(c.workload, c.preset, c.overrides, c.settings, prof),
-                             settings=c.settings, host=host_cost(c.workload, c.preset, c.overrides, c.settings),
+                             settings=c.settings, host=host_cost(c.workload, c.preset, c.overrides, c.settings.data_format),
                              step_time_s=r.metrics.step_time_s, peak_memory_bytes=r.metrics.peak_memory_bytes))
     return cases
 

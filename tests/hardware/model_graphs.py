@@ -11,8 +11,16 @@ from hardware.model.opgraph import DTYPE_BYTES, Op, OpGraph, TensorSpec
 
 @dataclass(frozen=True)
 class FakeHost:
+    """A calibration entry: by default a pipeline that scales perfectly with workers (no serial part)."""
+
     per_sample_s: float = 0.0
     bytes_per_sample: int = 0
+    python_per_sample_s: float = 0.0
+    calibration_hash: str = "fake"
+
+    @property
+    def per_sample_2_workers_s(self) -> float:
+        return self.python_per_sample_s + (self.per_sample_s - self.python_per_sample_s) / 2
 
 
 def tensor(shape: tuple[int, ...], dtype: str = "Float32") -> TensorSpec:

@@ -31,7 +31,7 @@ def predict_json(env, cwd, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_predict_json_is_byte_identical_across_processes_and_threads(cli_env):
     env, cache = cli_env
-    args = ("resnet50", "--hardware", "ascend910b", "--set", "mode=graph", "--set", "devices=8", "--json")
+    args = ("resnet50", "--preset", "tiny", "--hardware", "ascend910b", "--set", "mode=graph", "--set", "devices=8", "--json")
     first = predict_json(env, cache, *args)
     assert first.returncode == 0, first.stderr
     again = predict_json({**env, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "7"}, cache, *args)
@@ -62,3 +62,20 @@ def test_list_hardware(capsys):
     assert main(["list", "hardware", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {"ascend910a", "ascend910b", "ascend910b4", "atlas300i-duo", "cpu"} <= {r["name"] for r in rows}
+
+
+def test_npu_profiles_default_to_the_full_preset_and_cpu_to_tiny():
+    from hardware.model.cli import default_preset
+    from hardware.model.profile import load_profile, profile_names
+    from msbench.cli import build_parser
+
+    assert build_parser().parse_args(["predict", "resnet50"]).preset is None    # resolved per profile
+    assert build_parser().parse_args(["predict", "resnet50", "--preset", "tiny"]).preset == "tiny"
+    for name in profile_names():
+        expected = "tiny" if name == "cpu" else "full"
+        assert default_preset(load_profile(name)) == expected, name
+
+
+def test_predict_help_names_the_default_preset():
+    proc = subprocess.run([sys.executable, "-m", "msbench.cli", "predict", "--help"], capture_output=True, text=True)
+    assert "default: full" in " ".join(proc.stdout.split())

@@ -56,6 +56,7 @@ class TransformerWorkload(Workload):
     preset_cls: ClassVar[type[TransformerPreset]] = TransformerPreset
     presets_file: ClassVar[Path] = PRESETS_FILE
     architecture: ClassVar[str]          # a key of TASKS: encoder-decoder | encoder | decoder
+    identical_blocks: ClassVar[tuple[str, ...]] = ("layers", "decoder_layers")
     source_columns: ClassVar[list[str]]
     input_columns: ClassVar[list[str]]
     label_columns: ClassVar[list[str]]
@@ -135,6 +136,9 @@ class EncoderDecoderWorkload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "token_accuracy"
     architecture: ClassVar[str] = "encoder-decoder"
+    # Not a stack of independent blocks: every decoder block reads the encoder output, so its gradient
+    # is one AddN whose arity grows with the depth (a shallow extraction cannot be repeated exactly).
+    identical_blocks: ClassVar[tuple[str, ...]] = ()
     source_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids", "labels"]
     input_columns: ClassVar[list[str]] = ["src_ids", "tgt_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
