@@ -69,7 +69,8 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, d
         raise UserError(f"host cost {key!r} is not in {path.name}; measure it with: msbench calibrate host "
                         f"{workload} --preset {preset} --data-format {data_format}{flags}")
     e = entries[key]
-    costs = {"seconds_per_sample.1": e["seconds_per_sample"]["1"], "seconds_per_sample.2": e["seconds_per_sample"]["2"],
+    costs = {"seconds_per_sample.1": e["seconds_per_sample"]["1"],
+             "seconds_per_sample.2": e["seconds_per_sample"]["2"],
              "bytes_per_sample": e["bytes_per_sample"], "python_seconds_per_sample": e["python_seconds_per_sample"]}
     for name, value in costs.items():          # a hand-edited or corrupt file must not move predictions silently
         minimum_ok = value >= 0 if name == "python_seconds_per_sample" else value > 0

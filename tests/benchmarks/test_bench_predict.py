@@ -51,7 +51,7 @@ def test_pure_prediction_of_every_nightly_variant(benchmark, in_scratch):
     variants = [c.settings for c in load_matrix(NIGHTLY).expand().cells() if c.workload == "resnet50"]
     base = Settings(mode="graph")
     graph = cell_graph("resnet50", "tiny", {}, base, profile)
-    host = host_cost("resnet50", "tiny", {}, base)
+    host = host_cost("resnet50", "tiny", {}, base.data_format)
 
     def predict_all() -> list:
         return [predict(graph, s, profile, host) for s in variants]
