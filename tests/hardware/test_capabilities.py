@@ -17,7 +17,7 @@ from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_K
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
 from hardware.model.graph import GRAPH_KNOBS, graph_key
-from hardware.model.host_cost import host_cost_key
+from hardware.model.host_cost import entry_key
 from hardware.model.predict import predict
 from hardware.model.profile import load_profile
 from hardware.model.target import ModelTarget, fusion_enabled
@@ -55,7 +55,7 @@ def model_signature(s: Settings, kind: str, facts: Facts) -> dict:
     return {
         "graph_key": graph_key("resnet50", "tiny", {}, s),
         "fusion": fusion_enabled(s, profile),
-        "host_cost_key": host_cost_key("resnet50", "tiny", {}, s),
+        "host_cost_entry": entry_key("resnet50", "tiny", {}, s.data_format),
         "prediction": predict(GRAPH, s, profile, HOST).to_dict(),
         "accuracy": accuracy_inputs(s) if facts.accuracy else None,
     }
