@@ -17,13 +17,14 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from msbench.cell import Cell
 from msbench.errors import UserError
 from msbench.matrix import Entry, Expansion, load_matrix
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
+from msbench.repeat import MeasuresInProcesses, run_in_processes
 from msbench.settings import parse_assignments
 from msbench.store import RunStore
 from msbench.targets import Target, resolve_target
@@ -93,20 +94,44 @@ def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeo
 
 
 def run_cell(cell: Cell, *, options: Mapping[str, Any] | None = None, isolate: bool | None = None,
-             timeout: float = 1800.0, target: Target | None = None) -> Record:
+             timeout: float = 1800.0, target: Target | None = None, wait_quiet_s: float = 0.0) -> Record:
     """One cell on its target: unsupported knobs are reported, never measured as if applied."""
+    return run_cells([cell], options=options, isolate=isolate, timeout=timeout, target=target,
+                     wait_quiet_s=wait_quiet_s)[0]
+
+
+def run_cells(cells: Sequence[Cell], *, options: Mapping[str, Any] | None = None, isolate: bool | None = None,
+              timeout: float = 1800.0, target: Target | None = None, wait_quiet_s: float = 0.0) -> list[Record]:
+    """Cells of one target, one record each. On a target that measures in several processes
+    (msbench.repeat) the supported cells are measured together, interleaved A, B, A, B ..., which is how
+    an A/B pair is compared fairly; `timeout` applies to each process."""
     options = dict(options or {})
-    target = target or resolve_target(cell.target, **options)
+    target = target or resolve_target(cells[0].target, **options)
     started = time.time()
-    reason = target.supports(cell)
-    if reason:
-        record = failure_record(cell, "unsupported", reason)
-    elif isolate if isolate is not None else target.isolate:
-        record = run_isolated(cell, cell.target, options, timeout)
-    else:
-        record = run_inline(cell, target)
-    record.started_at, record.duration_s = started, round(time.time() - started, 3)
-    return record
+    records: dict[int, Record] = {}
+    isolated = isolate if isolate is not None else target.isolate
+    runnable = []
+    for i, cell in enumerate(cells):
+        reason = target.supports(cell)
+        if reason:
+            records[i] = failure_record(cell, "unsupported", reason)
+        elif not isolated:
+            records[i] = run_inline(cell, target)
+        else:
+            runnable.append(i)
+    if runnable:
+        def launch(cell: Cell) -> Record:
+            return run_isolated(cell, cell.target, options, timeout)
+
+        chosen = [cells[i] for i in runnable]
+        if isinstance(target, MeasuresInProcesses):
+            measured = run_in_processes(chosen, target, launch, wait_quiet_s=wait_quiet_s)
+        else:
+            measured = [launch(cell) for cell in chosen]
+        records.update(zip(runnable, measured))
+    for record in records.values():
+        record.started_at, record.duration_s = started, round(time.time() - started, 3)
+    return [records[i] for i in range(len(cells))]
 
 
 def with_accuracy_delta(record: Record, baseline: Record | None) -> Record:
@@ -128,7 +153,8 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
 
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
-               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None) -> RunResult:
+               timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
+               wait_quiet_s: float = 0.0) -> RunResult:
     matrix = load_matrix(matrix_path, target=target, extra=extra)
     expansion = matrix.expand()
     shard_ij = parse_shard(shard)
@@ -153,7 +179,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
         if entry.status == "invalid":
             record = failure_record(entry.cell, "invalid", entry.reason)
         else:
-            record = run_cell(entry.cell, options=options, timeout=timeout)
+            record = run_cell(entry.cell, options=options, timeout=timeout, wait_quiet_s=wait_quiet_s)
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
@@ -249,8 +275,10 @@ def _fmt(value: float | None, spec: str) -> str:
 def run_command(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs={args.jobs} is not allowed; allowed: an integer >= 1")
+    if args.wait_quiet < 0:
+        raise UserError(f"--wait-quiet={args.wait_quiet:g} is not allowed; allowed: seconds >= 0")
     result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                         jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
-                        extra=parse_assignments(args.set))
+                        extra=parse_assignments(args.set), wait_quiet_s=args.wait_quiet)
     print(result.path)
     return 0

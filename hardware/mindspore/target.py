@@ -11,7 +11,9 @@ import subprocess
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
 
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
@@ -21,6 +23,11 @@ from msbench.records import Metrics, Record, StepStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from hardware.mindspore.memory import MemoryReport
+
+
+# Extra fields that describe one measured process, kept per process in a combined record.
+PER_PROCESS_EXTRA = ("stop_reason", "first_step_s", "warmup_s", "rank_medians", "loss_first", "loss_last",
+                     "conditions")
 
 
 class MindSporeTarget:
@@ -68,6 +75,41 @@ class MindSporeTarget:
         from hardware.mindspore.dataset_cache import DatasetCacheServer
 
         return DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log")
+
+    def process_stop(self, records: Sequence[Record]) -> str | None:
+        """msbench.repeat's question: enough fresh processes for this cell? (measure.process_stop_reason)"""
+        from hardware.mindspore.measure import process_stop_reason
+
+        return process_stop_reason([r.metrics.step_time_s for r in records], self.config)
+
+    def combine_processes(self, cell: Cell, records: Sequence[Record], reason: str) -> Record:
+        """One record from the cell's process records: step time and interval over the process medians,
+        throughput from that median, compile and data wait their medians, the largest memory peak."""
+        from hardware.mindspore.measure import process_stats
+
+        stats = process_stats([r.metrics.step_time_stats for r in records])
+        first = records[0].metrics
+        median = stats.median
+        compile_s = float(np.median([r.metrics.compile_time_s for r in records]))
+        data_s = float(np.median([r.metrics.breakdown.get("data_wait", 0.0) for r in records]))
+        peak = max(records, key=lambda r: r.metrics.peak_memory_bytes or 0).metrics
+        own = [k for k in PER_PROCESS_EXTRA if k in first.extra]
+        extra = {k: v for k, v in first.extra.items() if k not in own}
+        extra.update(process_stop_reason=reason, processes=[
+            {"median_s": r.metrics.step_time_s, "steps": len(r.metrics.step_time_stats.samples),
+             "compile_s": r.metrics.compile_time_s, **{k: r.metrics.extra.get(k) for k in own}} for r in records])
+        metrics = replace(first, step_time_s=median, step_time_stats=stats,
+                          throughput=first.throughput * first.step_time_s / median,
+                          throughput_per_device=first.throughput_per_device * first.step_time_s / median,
+                          peak_memory_bytes=peak.peak_memory_bytes, peak_memory_source=peak.peak_memory_source,
+                          peak_memory_detail=peak.peak_memory_detail, compile_time_s=compile_s,
+                          breakdown={"data_wait": data_s, "compute": max(0.0, median - data_s)}, extra=extra)
+        with_accuracy = next((r for r in records if r.metrics.accuracy is not None), None)
+        if with_accuracy is not None:
+            metrics = replace(metrics, accuracy=with_accuracy.metrics.accuracy,
+                              accuracy_metric=with_accuracy.metrics.accuracy_metric)
+            metrics.extra["accuracy_run"] = with_accuracy.metrics.extra.get("accuracy_run")
+        return Record(cell=cell, status="ok", metrics=metrics)
 
     def _run_local(self, cell: Cell) -> Record:
         from hardware.mindspore.session import run_session
