@@ -183,3 +183,22 @@ def wait_quiet(timeout_s: float, say: Callable[[str], None] = print,
     if announced:
         say(f"{'quiet' if quiet else 'still busy'} after {waited:g} s (CPU {busy:.0%} busy); measuring")
     return {"quiet": quiet, "waited_s": waited, "busy": round(busy, 4) if busy is not None else None}
+
+
+def of_record(record: Any) -> dict[str, Any] | None:
+    """A record's measured conditions (None for the device model and for records made before they were kept)."""
+    return record.metrics.extra.get("conditions") or None
+
+
+def mixed(labelled: list[tuple[str, Mapping[str, Any] | None]]) -> str | None:
+    """Why a set of measurements is too mixed to be read together (a fit, a report section): the first
+    that differs from the quietest of them, by `mismatch`; None when all are comparable or unknown."""
+    known = [(label, c) for label, c in labelled if c and others_load(c) is not None]
+    if len(known) < 2:
+        return None
+    quiet_label, quiet = min(known, key=lambda lc: others_load(lc[1]))  # type: ignore[arg-type,return-value]
+    for label, cond in known:
+        why = mismatch(quiet, cond)
+        if why:
+            return f"{label} against {quiet_label}: {why}"
+    return None
