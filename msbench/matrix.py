@@ -19,8 +19,9 @@ from msbench.settings import DEFAULTS, check_value, make_settings
 from msbench.targets import TARGET_KINDS
 
 STRATEGIES = ("grid", "ofat", "pairwise")
-TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "workloads", "base", "axes",
+TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "workloads", "base", "axes",
             "exclude", "include", "baseline"}
+DEFAULT_ACCURACY_SEEDS = 3     # tiny-preset accuracy runs per cell unless `accuracy_seeds` says otherwise
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
@@ -99,6 +100,7 @@ class Matrix:
     exclude: tuple[Mapping[str, Any], ...] = ()
     include: tuple[Mapping[str, Any], ...] = ()
     baseline: Mapping[str, Any] = field(default_factory=dict)
+    accuracy_seeds: int = DEFAULT_ACCURACY_SEEDS     # tiny-preset runs per accuracy, seeds seed, seed + 1, ...
 
     def expand(self) -> Expansion:
         entries: dict[str, Entry] = {}
@@ -228,7 +230,14 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         exclude=tuple(_rule(r, f"{where}: exclude[{i}]") for i, r in enumerate(_list(data, "exclude", where))),
         include=tuple(_rule(r, f"{where}: include[{i}]") for i, r in enumerate(_list(data, "include", where))),
         baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]"),
+        accuracy_seeds=_accuracy_seeds(data.get("accuracy_seeds", DEFAULT_ACCURACY_SEEDS), where),
     )
+
+
+def _accuracy_seeds(value: Any, where: str) -> int:
+    if type(value) is not int or not 1 <= value <= 64:
+        raise ConfigError("accuracy_seeds", value, "an integer 1..64", where)
+    return value
 
 
 def check_target_name(name: str, where: str = "") -> None:

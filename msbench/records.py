@@ -56,6 +56,7 @@ class Metrics:
     accuracy: float | None = None               # headline quality metric in [0, 1] of the tiny-preset run
     accuracy_metric: str | None = None
     accuracy_delta_pp: float | None = None      # against the matrix baseline cell, percentage points
+    accuracy_delta_ci95_pp: list[float] | None = None   # [lo, hi] over seed-paired runs (None: one seed)
     bound: str | None = None                    # compute|memory|host|data|comm
     mfu: float | None = None
     breakdown: dict[str, float] = field(default_factory=dict)   # seconds per component

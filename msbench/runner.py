@@ -26,6 +26,7 @@ from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
 from msbench.repeat import MeasuresInProcesses, run_in_processes
 from msbench.settings import parse_assignments
+from msbench.stats import paired_delta_pp
 from msbench.store import RunStore
 from msbench.targets import Target, resolve_target
 
@@ -135,11 +136,26 @@ def run_cells(cells: Sequence[Cell], *, options: Mapping[str, Any] | None = None
 
 
 def with_accuracy_delta(record: Record, baseline: Record | None) -> Record:
-    """accuracy_delta_pp = (accuracy - baseline accuracy) in percentage points, when both exist."""
+    """accuracy_delta_pp = accuracy - baseline accuracy in percentage points, when both exist: the mean
+    of seed-paired differences (the i-th seed of each), with its 95% t-interval in
+    metrics.accuracy_delta_ci95_pp when there are two or more pairs (msbench.stats.paired_delta_pp)."""
     if baseline is None or record.metrics.accuracy is None or baseline.metrics.accuracy is None:
         return record
-    record.metrics.accuracy_delta_pp = round((record.metrics.accuracy - baseline.metrics.accuracy) * 100.0, 6)
+    values = seed_values(record)
+    base_values = seed_values(baseline)
+    if len(values) >= 2 and len(values) == len(base_values):
+        delta, interval = paired_delta_pp(values, base_values)
+        record.metrics.accuracy_delta_pp = round(delta, 6)
+        record.metrics.accuracy_delta_ci95_pp = None if interval is None else [round(x, 6) for x in interval]
+    else:
+        record.metrics.accuracy_delta_pp = round((record.metrics.accuracy - baseline.metrics.accuracy) * 100.0, 6)
     return record
+
+
+def seed_values(record: Record) -> list[float]:
+    """The per-seed accuracies behind metrics.accuracy (empty for a single-run record)."""
+    values = (record.metrics.extra.get("accuracy_run") or {}).get("values") or []
+    return [float(v) for v in values if v is not None]
 
 
 def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int, int], resume: bool) -> Path:
@@ -168,7 +184,9 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
     pending = [e for e in todo if e.cell.id not in done]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
-    options = {"accuracy": matrix.accuracy}
+    options: dict[str, Any] = {"accuracy": matrix.accuracy}
+    if matrix.accuracy:
+        options["accuracy_seeds"] = matrix.accuracy_seeds
     jobs = jobs or default_jobs(matrix.targets, options)
     provenance = capture_provenance()
     run_name = path.stem

@@ -23,7 +23,7 @@ class MeasureConfig:
     min_steps: int = 5             # measured steps before the stopping rule is checked
     max_steps: int = 1000        # high enough that the CI target or the time budget decides
     ci_target: float = 0.02        # stop when the relative 95% CI half-width of the median is below this
-    time_budget_s: float = 60.0    # ... or when measuring has taken this long
+    time_budget_s: float = 30.0    # ... or when measuring has taken this long (per process)
     memory_profile_steps: int = 2  # steps run under the profiler for the CPU pool peak (0 = skip)
     # Across fresh processes (each compiles and warms up on its own), see measure.process_stop_reason:
     processes: int = 3             # processes always run; the record's median and interval are over them

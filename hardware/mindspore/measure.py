@@ -24,6 +24,7 @@ import numpy as np
 
 from hardware.mindspore.config import MeasureConfig
 from msbench.records import StepStats
+from msbench.stats import mean_interval
 
 Z95 = 1.959964
 # The full range of n samples covers the median with probability 1 - 2 * 0.5**n: at least 95% from n = 6.
@@ -122,13 +123,9 @@ def measure_steps(fetch: Callable[[], tuple], step: Callable[..., object], confi
 
 def t_interval_rel(values: list[float], center: float) -> float:
     """Relative half-width of the Student-t 95% interval of the mean of `values` (independent runs)."""
-    from scipy import stats
-
-    n = len(values)
-    if n < 2 or center <= 0:
+    if len(values) < 2 or center <= 0:
         return math.inf
-    sd = float(np.std(values, ddof=1))
-    return float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) / center)
+    return mean_interval(values)[1] / center
 
 
 def process_stats(per_process: list[StepStats]) -> StepStats:

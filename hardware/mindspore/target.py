@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from hardware.mindspore.accuracy import ACCURACY_SEEDS
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
@@ -33,10 +34,12 @@ PER_PROCESS_EXTRA = ("stop_reason", "first_step_s", "warmup_s", "rank_medians", 
 class MindSporeTarget:
     isolate = True
 
-    def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None) -> None:
+    def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None,
+                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
         self.device = check_device(device)
         self.name = f"mindspore:{device}"
         self.accuracy = accuracy
+        self.accuracy_seeds = accuracy_seeds
         self.config = config or MeasureConfig.from_env()
 
     def supports(self, cell: Cell) -> str | None:
@@ -64,7 +67,7 @@ class MindSporeTarget:
                 return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
             raise
         if record.status == "ok" and self.accuracy:
-            add_accuracy(record)
+            add_accuracy(record, self.accuracy_seeds)
         return record
 
     @staticmethod
@@ -145,23 +148,32 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
     return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
-def add_accuracy(record: Record) -> None:
-    """Fill metrics.accuracy from the (cached) tiny-preset training run; the runner fills the delta.
-    Used by the device-model target too."""
-    from hardware.mindspore.accuracy import accuracy_in_subprocess
+def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
+    """Fill metrics.accuracy with the mean over `seeds` (cached) tiny-preset training runs, seeds
+    seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
+    delta. Used by the device-model target too."""
+    from hardware.mindspore.accuracy import accuracy_in_subprocess, seed_cells
 
-    try:
-        result = accuracy_in_subprocess(record.cell)
-    except (RuntimeError, subprocess.TimeoutExpired) as err:
-        # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
-        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
-        return
-    record.metrics.accuracy_metric = result.metric
-    record.metrics.accuracy = result.value
-    info: dict[str, Any] = {"key": result.key, "cached": result.cached, "epochs": result.epochs,
-                            "steps": result.steps, "samples_seen": result.samples_seen}
-    if result.reason:
-        info["reason"] = result.reason
-    if result.losses:
-        info["loss_first"], info["loss_last"] = result.losses[0], result.losses[-1]
+    results = []
+    for cell in seed_cells(record.cell, seeds):
+        try:
+            results.append(accuracy_in_subprocess(cell))
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
+            record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
+            return
+    first = results[0]
+    info: dict[str, Any] = {"key": first.key, "keys": [r.key for r in results], "cached": all(r.cached for r in results),
+                            "epochs": first.epochs, "steps": first.steps, "samples_seen": first.samples_seen,
+                            "seeds": [c.settings.seed for c in seed_cells(record.cell, seeds)],
+                            "values": [r.value for r in results], "lr_rule": first.lr_rule}
+    record.metrics.accuracy_metric = first.metric
+    missing = next((r for r in results if r.value is None), None)
+    if missing is not None:
+        info["reason"] = missing.reason
+    else:
+        values = [float(r.value) for r in results]  # type: ignore[arg-type]
+        record.metrics.accuracy = sum(values) / len(values)
+    if first.losses:
+        info["loss_first"], info["loss_last"] = first.losses[0], first.losses[-1]
     record.metrics.extra["accuracy_run"] = info

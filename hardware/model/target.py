@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from hardware.mindspore.accuracy import ACCURACY_SEEDS
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
@@ -80,10 +81,11 @@ class ModelTarget:
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
 
-    def __init__(self, profile: str, accuracy: bool = False) -> None:
+    def __init__(self, profile: str, accuracy: bool = False, accuracy_seeds: int = ACCURACY_SEEDS) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
+        self.accuracy_seeds = accuracy_seeds          # tiny-preset runs per accuracy (msbench matrix key)
 
     def supports(self, cell: Cell) -> str | None:
         if cell.settings.sink and not self.profile.launch.supports_sink:
@@ -102,5 +104,5 @@ class ModelTarget:
         if self.accuracy:
             from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
 
-            add_accuracy(record)
+            add_accuracy(record, self.accuracy_seeds)
         return record

@@ -49,9 +49,12 @@ def test_amp_o2_dynamic_loss_scale_with_accuracy(toy_env, toy_cell):
     assert m.extra["amp_effective"] == "fp16, norms fp32"
     assert m.accuracy_metric == "top1" and m.accuracy > 0.25 + 0.3          # chance is 1/4
     run_info = m.extra["accuracy_run"]
-    assert run_info["cached"] is False and run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
+    assert run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
+    assert run_info["seeds"] == [1, 2, 3] and len(set(run_info["keys"])) == 3          # 3 seeds by default
+    assert m.accuracy == pytest.approx(sum(run_info["values"]) / 3)
     again = accuracy_in_subprocess(toy_cell(mode="pynative", amp_level="O2", loss_scale="dynamic"))
-    assert again.cached is True and again.value == m.accuracy          # mode is not a numerics knob
+    assert again.key == run_info["keys"][0], "parent and child must agree on the key"
+    assert again.cached is True and again.value == run_info["values"][0]          # mode is not a numerics knob
 
 
 def test_recompute_lowers_the_pool_peak(toy_env, toy_cell):

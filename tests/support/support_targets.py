@@ -17,7 +17,7 @@ class ScriptedTarget:
 
     isolate = True
 
-    def __init__(self, delay: str = "0", accuracy: bool = False) -> None:
+    def __init__(self, delay: str = "0", accuracy: bool = False, accuracy_seeds: int = 1) -> None:
         self.name = "support_targets:ScriptedTarget"
         self.delay = float(delay)
         self.accuracy = accuracy
