@@ -39,3 +39,20 @@ def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
     m = record["metrics"]
     assert m["step_time_s"] > 0 and m["peak_memory_source"] == "rss"    # no profiler steps: RSS headline
     assert m["throughput"] == pytest.approx(m["extra"]["global_samples_per_step"] / m["step_time_s"])
+
+
+def test_ratio_line_calls_an_effect_only_outside_both_intervals():
+    from hardware.mindspore.cli import ratio_line
+    from msbench.cell import Cell
+    from msbench.records import Metrics, Record, StepStats
+    from msbench.settings import Settings
+
+    def rec(median, rel):
+        stats = StepStats(median=median, iqr=0.0, cv=0.0, ci95_rel=rel, samples=[median] * 6,
+                          process_medians=[median] * 3)
+        return Record(cell=Cell(workload="resnet50", preset="tiny", settings=Settings()), status="ok",
+                      metrics=Metrics(step_time_s=median, step_time_stats=stats))
+
+    assert "B slower" in ratio_line(rec(1.0, 0.01), rec(1.2, 0.01))
+    assert "no effect shown" in ratio_line(rec(1.0, 0.1), rec(1.05, 0.1))
+    assert "not comparable" in ratio_line(rec(1.0, 0.01), Record(cell=rec(1, 0).cell, status="failed"))

@@ -109,3 +109,14 @@ def test_unsupported_is_reported_without_running(toy_env, toy_cell):
     assert record.status == "unsupported" and "Ascend/GPU only" in record.reason
     direct = MindSporeTarget("cpu").run(toy_cell(optimizer="lamb"))
     assert direct.status == "unsupported" and "Lamb" in direct.reason
+
+
+def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
+    from hardware.mindspore.cli import ratio_line
+    from msbench.runner import run_cells
+
+    a, b = run_cells([toy_cell(mode="graph"), toy_cell(mode="graph", batch_size=32)], timeout=180.0)
+    assert a.status == b.status == "ok", (a.reason, b.reason)
+    for record in (a, b):
+        assert len(record.metrics.step_time_stats.process_medians) == 2
+    assert "B/A step time:" in ratio_line(a, b)
