@@ -8,6 +8,7 @@ turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells g
 from __future__ import annotations
 
 import subprocess
+import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -154,10 +155,12 @@ def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
     delta. Used by the device-model target too."""
     from hardware.mindspore.accuracy import accuracy_in_subprocess, seed_cells
 
-    results = []
+    results, seconds = [], []
     for cell in seed_cells(record.cell, seeds):
+        started = time.monotonic()
         try:
             results.append(accuracy_in_subprocess(cell))
+            seconds.append(round(time.monotonic() - started, 2))   # where `make bench` spends its time
         except (RuntimeError, subprocess.TimeoutExpired) as err:
             # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
             record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
@@ -166,7 +169,7 @@ def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
     info: dict[str, Any] = {"key": first.key, "keys": [r.key for r in results], "cached": all(r.cached for r in results),
                             "epochs": first.epochs, "steps": first.steps, "samples_seen": first.samples_seen,
                             "seeds": [c.settings.seed for c in seed_cells(record.cell, seeds)],
-                            "values": [r.value for r in results], "lr_rule": first.lr_rule}
+                            "values": [r.value for r in results], "lr_rule": first.lr_rule, "wall_s": seconds}
     record.metrics.accuracy_metric = first.metric
     missing = next((r for r in results if r.value is None), None)
     if missing is not None:
