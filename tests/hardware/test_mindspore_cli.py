@@ -31,7 +31,7 @@ def test_measure_refuses_bad_knobs(scratch, capsys):
 @pytest.mark.slow
 def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
     for name, value in (("TIME_BUDGET_S", "0.5"), ("MIN_STEPS", "4"), ("WARMUP_STEPS", "1"),
-                        ("MEMORY_PROFILE_STEPS", "0")):
+                        ("MEMORY_PROFILE_STEPS", "0"), ("PROCESSES", "2"), ("MAX_PROCESSES", "2")):
         monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", value)
     assert main(["measure", "resnet50", "--set", "mode=graph", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
@@ -39,6 +39,7 @@ def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
     m = record["metrics"]
     assert m["step_time_s"] > 0 and m["peak_memory_source"] == "rss"    # no profiler steps: RSS headline
     assert m["throughput"] == pytest.approx(m["extra"]["global_samples_per_step"] / m["step_time_s"])
+    assert len(m["step_time_stats"]["process_medians"]) == 2 and len(m["extra"]["processes"]) == 2
 
 
 def test_ratio_line_calls_an_effect_only_outside_both_intervals():
