@@ -56,11 +56,15 @@ def summary_rows(record: Record) -> list[list[object]]:
         rows.append(["reason", record.reason.strip().splitlines()[-1][:200]])
     if stats:
         rows += [["step time (median)", f"{stats.median:.6g} s"], ["IQR", f"{stats.iqr:.3g} s"],
-                 ["CV", f"{stats.cv:.3f}"], ["95% CI of median (rel.)", f"±{stats.ci95_rel:.2%}"],
+                 ["CV", f"{stats.cv:.3f}"], ["95% CI (rel., over processes)", f"±{stats.ci95_rel:.2%}"],
                  ["process medians", ", ".join(f"{x:.6g}" for x in stats.process_medians)],
                  ["CV of process medians", "" if stats.process_cv is None else f"{stats.process_cv:.4f}"],
                  ["measured steps", len(stats.samples)], ["compile", f"{m.compile_time_s:.3f} s"],
                  ["throughput", f"{m.throughput:.4g} samples/s"]]
+    cond = m.extra.get("conditions") or {}
+    if cond.get("load_before"):
+        rows.append(["machine (worst process)", f"load {cond['load_before'][0]:g} on {cond.get('cores')} cores, others "
+                                                f"{cond.get('others_during', 0):.0%} busy, steal {cond.get('steal_during', 0):.0%}"])
     if m.peak_memory_bytes is not None:
         rows.append(["peak memory", f"{m.peak_memory_bytes / 2**20:.1f} MiB ({m.peak_memory_source})"])
     if m.accuracy is not None:
