@@ -57,3 +57,12 @@ def test_wait_quiet_is_bounded_and_says_why():
     assert result["quiet"] is True and "quiet after" in said[-1]
     said.clear()
     assert wait_quiet(60, say=said.append, sample=lambda: 0.0)["quiet"] is True and not said
+
+
+def test_wait_quiet_option_refuses_negative_seconds(capsys):
+    from msbench.cli import main
+
+    assert main(["run", "matrices/nightly.toml", "--wait-quiet", "-1"]) == 2
+    assert "--wait-quiet=-1 is not allowed; allowed: seconds >= 0" in capsys.readouterr().err
+    assert main(["measure", "resnet50", "--wait-quiet", "-5"]) == 2
+    assert "--wait-quiet=-5 is not allowed" in capsys.readouterr().err
