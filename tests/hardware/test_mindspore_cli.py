@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,9 @@ def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
     for name, value in (("TIME_BUDGET_S", "0.5"), ("MIN_STEPS", "4"), ("WARMUP_STEPS", "1"),
                         ("MEMORY_PROFILE_STEPS", "0"), ("PROCESSES", "2"), ("MAX_PROCESSES", "2")):
         monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", value)
+    # the scratch cwd must not hide this checkout from the measured children (see conftest.toy_env)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                      os.environ.get("PYTHONPATH", "")]))
     assert main(["measure", "resnet50", "--set", "mode=graph", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "ok", record["reason"]
