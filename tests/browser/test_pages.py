@@ -39,18 +39,13 @@ def test_report_html_renders(tmp_path, page):
 @pytest.mark.slow
 def test_asv_site_graph_shows_both_commits(tmp_path, page):
     from hardware.mindspore.dataset_cache import free_port
-    from test_asv_e2e import MACHINE, make_repo, nightly
+    from test_asv_e2e import MACHINE, benchmarked_repo
 
     try:
         urllib.request.urlopen(ASV_CDN_PROBE, timeout=5).close()
     except OSError:
         pytest.skip("asv 0.6's pages load jQuery and flot from public CDNs, which this host cannot reach")
-    repo, home = tmp_path / "repo", tmp_path / "home"
-    repo.mkdir()
-    home.mkdir()
-    first, second = make_repo(repo)
-    run = nightly(repo, home, "--since", first)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    repo, home, first, second, _ = benchmarked_repo(tmp_path)
     port = free_port()
     asv = Path(sys.executable).with_name("asv")
     server = subprocess.Popen([str(asv), "preview", "--port", str(port)], cwd=repo, env={**os.environ, "HOME": str(home)},
