@@ -127,12 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_executor_options(p)
     p.add_argument("--trace-dir", help="model targets: also write each cell's predicted step as a Chrome trace here")
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                   help="before each measured process, wait up to SECONDS for the machine to be quiet (0: don't)")
 
     p = sub.add_parser("measure", help="run one cell for real through MindSpore and print its record")
     add_cell_options(p)
     p.add_argument("--device", default="cpu", choices=["cpu", "ascend", "gpu"])
     p.add_argument("--accuracy", action="store_true", help="also train the tiny preset and evaluate it")
-    p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per measured process")
+    p.add_argument("--versus", action="append", default=[], metavar="KNOB=VALUE",
+                   help="also measure the cell with these knobs changed, interleaved with it (A, B, A, B ...)")
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                   help="before each measured process, wait up to SECONDS for the machine to be quiet")
 
     p = sub.add_parser("predict", help="predict one cell on the device model")
     add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None)

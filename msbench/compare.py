@@ -14,7 +14,7 @@ import argparse
 import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -25,7 +25,7 @@ from msbench.tracked import ACCURACY_TOLERANCE_PP, TRACKED, TrackedMetric, cell_
 
 CellKey = tuple[str, str, str]          # (workload, variant, target)
 BAD_FLAGS = ("regression", "lost")      # a flag that fails the comparison
-FLAG_ORDER = {"regression": 0, "lost": 1, "improvement": 2, "new": 3, "removed": 4, "": 5}
+FLAG_ORDER = {"regression": 0, "lost": 1, "conditions differ": 2, "improvement": 3, "new": 4, "removed": 5, "": 6}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Observation:
     value: float | None
     status: str
     cell_id: str = ""           # run records: the cell's id, the pairing key; asv: none
+    conditions: dict[str, Any] | None = field(default=None, compare=False)   # measured runs (msbench.conditions)
 
     @property
     def key(self) -> str | CellKey:
@@ -57,8 +58,9 @@ class Row:
     after: float | None
     change: float | None        # relative (0.05 = +5 %) or, for pp metrics, the difference in pp
     direction: str              # better | worse | same | "" (not comparable)
-    flag: str                   # regression | improvement | lost | new | removed | ""
+    flag: str                   # regression | improvement | conditions differ | lost | new | removed | ""
     cell_id: str = ""           # the cell compared (run records); labels are for display only
+    note: str = ""              # why the flag is "conditions differ"
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ def asv_observations(results_dir: Path) -> Iterable[Observation]:
 
 
 def run_observations(files: list[Path]) -> Iterable[Observation]:
+    from msbench.conditions import of_record
     from msbench.store import load_records
 
     records = sorted(load_records(files), key=lambda r: r.started_at)   # later runs of a cell win
@@ -102,7 +105,7 @@ def run_observations(files: list[Path]) -> Iterable[Observation]:
             continue                          # a dirty tree's numbers belong to no commit
         for metric, value in tracked_values(rec.metrics).items():
             yield Observation("runs", commit, cell_key(rec.cell), metric,
-                              value if rec.status == "ok" else None, rec.status, rec.cell_id)
+                              value if rec.status == "ok" else None, rec.status, rec.cell_id, of_record(rec))
 
 
 def load_observations(root: Path) -> Results:
@@ -176,18 +179,26 @@ def compare(observations: list[Observation], before: str, after: str, threshold:
 
 def compare_pair(source: str, cell: CellKey, metric: TrackedMetric, b: Observation | None, a: Observation | None,
                  threshold: float, tolerance_pp: float, cell_id: str = "") -> Row | None:
+    """A timing change between measurements made under very different machine conditions is flagged
+    "conditions differ" (with the reason), never called a regression or an improvement: on this host a
+    loaded machine alone makes steps ~2x slower. Accuracy is deterministic numerics, so it keeps its flag."""
+    from msbench.conditions import mismatch
+
     bv, av = (b.value if b else None), (a.value if a else None)
-    change, direction, flag = None, "", ""
+    change, direction, flag, note = None, "", "", ""
     if bv is not None and av is not None:
         change, direction, over = compare_values(metric, bv, av, threshold, tolerance_pp)
         flag = ("improvement" if direction == "better" else "regression") if over else ""
+        note = "" if metric.absolute else (mismatch(b.conditions, a.conditions) or "")
+        if flag and note:
+            flag = "conditions differ"
     elif bv is not None:
         flag = "lost" if a is not None else "removed"      # measured before; failed/skipped or gone now
     elif av is not None:
         flag = "new"
     else:
         return None                                         # skipped or failed at both commits
-    return Row(source, *cell, metric.name, metric.unit, bv, av, change, direction, flag, cell_id)
+    return Row(source, *cell, metric.name, metric.unit, bv, av, change, direction, flag, cell_id, note)
 
 
 # ---- output --------------------------------------------------------------------------------------
@@ -234,7 +245,8 @@ def markdown(rows: list[Row], before: str, after: str, threshold: float, toleran
     for r in rows:
         cells = [r.workload, r.variant, r.target, r.metric, format_value(r.before, r.unit),
                  format_value(r.after, r.unit), format_change(r), r.direction,
-                 f"**{r.flag}**" if r.flag in BAD_FLAGS else r.flag, r.cell_id]
+                 f"**{r.flag}**" if r.flag in BAD_FLAGS else (f"{r.flag}: {r.note}" if r.note and r.flag else r.flag),
+                 r.cell_id]
         if len(sources) > 1:
             cells.insert(0, r.source)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -21,8 +21,9 @@ from msbench.settings import DEFAULTS, check_value, make_settings, recorded_sett
 from msbench.targets import check_target_name
 
 STRATEGIES = ("grid", "ofat", "pairwise")
-TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "workloads", "base", "axes",
+TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "workloads", "base", "axes",
             "exclude", "include", "baseline"}
+DEFAULT_ACCURACY_SEEDS = 3     # tiny-preset accuracy runs per cell unless `accuracy_seeds` says otherwise
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
@@ -102,6 +103,7 @@ class Matrix:
     exclude: tuple[Mapping[str, Any], ...] = ()
     include: tuple[Mapping[str, Any], ...] = ()
     baseline: Mapping[str, Any] = field(default_factory=dict)
+    accuracy_seeds: int = DEFAULT_ACCURACY_SEEDS     # tiny-preset runs per accuracy, seeds seed, seed + 1, ...
 
     def expand(self, max_cells: int = MAX_CELLS) -> Expansion:
         """Every cell with its status; more than `max_cells` candidate cells is refused before any is built."""
@@ -261,7 +263,14 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         exclude=_rules(data, "exclude", where, workloads, plugins),
         include=_rules(data, "include", where, workloads, plugins),
         baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]", "baseline"),
+        accuracy_seeds=_accuracy_seeds(data.get("accuracy_seeds", DEFAULT_ACCURACY_SEEDS), where),
     )
+
+
+def _accuracy_seeds(value: Any, where: str) -> int:
+    if type(value) is not int or not 1 <= value <= 64:
+        raise ConfigError("accuracy_seeds", value, "an integer 1..64", where)
+    return value
 
 
 def _typed(data: Mapping[str, Any], key: str, kind: type, default: Any, where: str, allowed: str) -> Any:

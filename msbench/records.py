@@ -36,13 +36,28 @@ def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class StepStats:
-    """Statistics of measured step times (seconds); `ci95_rel` is the relative 95% CI of the median."""
+    """Statistics of measured step times (seconds); `ci95_rel` is the relative 95% CI half-width.
+
+    A cell measured in several fresh processes keeps each process's median in `process_medians`; then
+    `median` is their median and `ci95_rel` their Student-t interval, because steps of one process share
+    its state and are not independent (pyperf's reason for spreading runs over worker processes).
+    `iqr`, `cv` and `samples` stay step-level (all processes' steps). Empty for one-process records."""
 
     median: float
     iqr: float
     cv: float
     ci95_rel: float
     samples: list[float]
+    process_medians: list[float] = field(default_factory=list)
+
+    @property
+    def process_cv(self) -> float | None:
+        """std/mean of the process medians (None with fewer than two processes)."""
+        xs = self.process_medians
+        if len(xs) < 2:
+            return None
+        mean = sum(xs) / len(xs)
+        return (sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 / mean
 
 
 @dataclass(kw_only=True)
@@ -62,6 +77,7 @@ class Metrics:
     accuracy: float | None = None               # headline quality metric in [0, 1] of the tiny-preset run
     accuracy_metric: str | None = None
     accuracy_delta_pp: float | None = None      # against the matrix baseline cell, percentage points
+    accuracy_delta_ci95_pp: list[float] | None = None   # [lo, hi] over seed-paired runs (None: one seed)
     bound: str | None = None                    # compute|memory|host|data|comm
     mfu: float | None = None
     breakdown: dict[str, float] = field(default_factory=dict)   # seconds per component
@@ -145,6 +161,8 @@ class Record:
             if key == "step_time_stats":
                 for stat in ("iqr", "cv", "ci95_rel"):
                     row[f"step_time_{stat}"] = value[stat] if value else None
+                row["step_time_process_cv"] = self.metrics.step_time_stats.process_cv if value else None
+                row["processes"] = len(value["process_medians"]) if value else None
             elif isinstance(value, dict):
                 for sub, subval in value.items():
                     row[f"{key}.{sub}"] = subval

@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated
@@ -30,7 +30,9 @@ from msbench.names import check_name
 from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
+from msbench.repeat import MeasuresInProcesses, run_in_processes
 from msbench.settings import parse_assignments
+from msbench.stats import paired_delta_pp
 from msbench.store import DiskFullError, RunStore
 from msbench.targets import Target, resolve_target
 
@@ -108,21 +110,47 @@ def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeo
 
 
 def run_cell(cell: Cell, *, options: Mapping[str, Any] | None = None, isolate: bool | None = None,
-             timeout: float = 1800.0, target: Target | None = None, plugins: tuple[str, ...] = ()) -> Record:
+             timeout: float = 1800.0, target: Target | None = None, plugins: tuple[str, ...] = (),
+             wait_quiet_s: float = 0.0) -> Record:
     """One cell on its target: unsupported knobs are reported, never measured as if applied."""
+    return run_cells([cell], options=options, isolate=isolate, timeout=timeout, target=target, plugins=plugins,
+                     wait_quiet_s=wait_quiet_s)[0]
+
+
+def run_cells(cells: Sequence[Cell], *, options: Mapping[str, Any] | None = None, isolate: bool | None = None,
+              timeout: float = 1800.0, target: Target | None = None, plugins: tuple[str, ...] = (),
+              wait_quiet_s: float = 0.0) -> list[Record]:
+    """Cells of one target, one record each. On a target that measures in several processes
+    (msbench.repeat) the supported cells are measured together, interleaved A, B, A, B ..., which is how
+    an A/B pair is compared fairly; `timeout` applies to each process."""
     options = dict(options or {})
     check_timeout(timeout)
-    target = target or resolve_target(cell.target, plugins, **options)
+    target = target or resolve_target(cells[0].target, plugins, **options)
     started = time.time()
-    reason = target.supports(cell)
-    if reason:
-        record = failure_record(cell, "unsupported", reason)
-    elif isolate if isolate is not None else target.isolate:
-        record = run_isolated(cell, cell.target, options, timeout, plugins)
-    else:
-        record = run_inline(cell, target)
-    record.started_at, record.duration_s = started, round(time.time() - started, 3)
-    return record
+    records: dict[int, Record] = {}
+    isolated = isolate if isolate is not None else target.isolate
+    runnable = []
+    for i, cell in enumerate(cells):
+        reason = target.supports(cell)
+        if reason:
+            records[i] = failure_record(cell, "unsupported", reason)
+        elif not isolated:
+            records[i] = run_inline(cell, target)
+        else:
+            runnable.append(i)
+    if runnable:
+        def launch(cell: Cell) -> Record:
+            return run_isolated(cell, cell.target, options, timeout, plugins)
+
+        chosen = [cells[i] for i in runnable]
+        if isinstance(target, MeasuresInProcesses):
+            measured = run_in_processes(chosen, target, launch, wait_quiet_s=wait_quiet_s)
+        else:
+            measured = [launch(cell) for cell in chosen]
+        records.update(zip(runnable, measured))
+    for record in records.values():
+        record.started_at, record.duration_s = started, round(time.time() - started, 3)
+    return [records[i] for i in range(len(cells))]
 
 
 def check_timeout(timeout: float) -> float:
@@ -132,11 +160,26 @@ def check_timeout(timeout: float) -> float:
 
 
 def with_accuracy_delta(record: Record, baseline: Record | None) -> Record:
-    """accuracy_delta_pp = (accuracy - baseline accuracy) in percentage points, when both exist."""
+    """accuracy_delta_pp = accuracy - baseline accuracy in percentage points, when both exist: the mean
+    of seed-paired differences (the i-th seed of each), with its 95% t-interval in
+    metrics.accuracy_delta_ci95_pp when there are two or more pairs (msbench.stats.paired_delta_pp)."""
     if baseline is None or record.metrics.accuracy is None or baseline.metrics.accuracy is None:
         return record
-    record.metrics.accuracy_delta_pp = round((record.metrics.accuracy - baseline.metrics.accuracy) * 100.0, 6)
+    values = seed_values(record)
+    base_values = seed_values(baseline)
+    if len(values) >= 2 and len(values) == len(base_values):
+        delta, interval = paired_delta_pp(values, base_values)
+        record.metrics.accuracy_delta_pp = round(delta, 6)
+        record.metrics.accuracy_delta_ci95_pp = None if interval is None else [round(x, 6) for x in interval]
+    else:
+        record.metrics.accuracy_delta_pp = round((record.metrics.accuracy - baseline.metrics.accuracy) * 100.0, 6)
     return record
+
+
+def seed_values(record: Record) -> list[float]:
+    """The per-seed accuracies behind metrics.accuracy (empty for a single-run record)."""
+    values = (record.metrics.extra.get("accuracy_run") or {}).get("values") or []
+    return [float(v) for v in values if v is not None]
 
 
 def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int, int], resume: bool) -> Path:
@@ -162,7 +205,8 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
                plugins: Iterable[str] = (), max_cells: int = MAX_CELLS, executor: str | None = None,
-               address: str | None = None, trace_dir: str | Path | None = None) -> RunResult:
+               address: str | None = None, trace_dir: str | Path | None = None,
+               wait_quiet_s: float = 0.0) -> RunResult:
     """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`)."""
     check_timeout(timeout)
     if jobs is not None and (type(jobs) is not int or jobs < 1):
@@ -186,16 +230,18 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
     options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
+    if matrix.accuracy:
+        options["accuracy_seeds"] = matrix.accuracy_seeds
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):
         return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options,
-                         executor, address)
+                         executor, address, wait_quiet_s)
 
 
 def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: bool, jobs: int,
               timeout: float, progress: bool, plugins: tuple[str, ...], options: Mapping[str, Any],
-              executor: str | None, address: str | None) -> RunResult:
+              executor: str | None, address: str | None, wait_quiet_s: float) -> RunResult:
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
@@ -227,7 +273,7 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
 
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
-    job = CellJob(options=options, timeout=timeout, plugins=plugins)
+    job = CellJob(options=options, timeout=timeout, plugins=plugins, wait_quiet_s=wait_quiet_s)
     try:
         with open_executor(executor, jobs=jobs, address=address) as cells, \
                 progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
@@ -317,12 +363,14 @@ def run_command(args: argparse.Namespace) -> int:
     if args.jobs is not None and executor_name(args.executor) == "ray":
         raise UserError(f"--jobs={args.jobs} is not allowed with --executor ray; allowed: with --executor local "
                         "(on Ray the cells' resources decide how many run at once)")
+    if args.wait_quiet < 0:
+        raise UserError(f"--wait-quiet={args.wait_quiet:g} is not allowed; allowed: seconds >= 0")
     try:
         result = run_matrix(args.matrix, target=args.target, out=args.out, run_id=args.run_id, resume=args.resume,
                             jobs=args.jobs, shard=args.shard, timeout=args.timeout, progress=not args.quiet,
                             extra=parse_assignments(args.set), plugins=args.allow_plugin, max_cells=args.max_cells,
                             executor=args.executor, address=args.address,
-                            trace_dir=args.trace_dir)
+                            trace_dir=args.trace_dir, wait_quiet_s=args.wait_quiet)
     except RunInterrupted as stop:
         print(f"msbench run: interrupted: saved {stop.saved} of {stop.total} cells in {stop.path}; resume with: "
               f"{resume_command(args, stop.path)}", file=sys.stderr)

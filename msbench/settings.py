@@ -44,6 +44,7 @@ class Settings:
     optimizer: str = knob("momentum", ("momentum", "adam", "adamw", "lars", "lamb"), "optimizer")
     lr_schedule: str = knob("constant", ("constant", "cosine", "step", "poly"), "learning-rate schedule")
     seed: int = knob(1, range(0, 2**31), "global random seed")
+    lr_scaling: str = knob("linear", ("linear", "none"), "learning rate vs the global batch: linear (Goyal et al. 2017, warm-up when it grows) or none (the preset's rate)")
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -50,9 +50,35 @@ def global_samples_per_step(preset: "Preset", settings: Settings) -> int:
     return step_batch_size(preset, settings) * settings.devices
 
 
+def batch_ratio(preset: "Preset", settings: Settings) -> float:
+    """Global samples per update over the preset's own batch (the batch its `lr` was tuned for)."""
+    return global_samples_per_step(preset, settings) / preset.batch_size
+
+
 def scaled_lr(preset: "Preset", settings: Settings) -> float:
-    """The preset's rate is for its own batch; scale linearly with the global batch (Goyal et al. 2017)."""
-    return preset.lr * global_samples_per_step(preset, settings) / preset.batch_size
+    """The preset's rate is for its own batch; `lr_scaling=linear` multiplies it by the batch ratio
+    (Goyal et al. 2017, "Accurate, Large Minibatch SGD", section 2.1), `none` keeps it."""
+    return preset.lr * (batch_ratio(preset, settings) if settings.lr_scaling == "linear" else 1.0)
+
+
+def warmup_steps(preset: "Preset", settings: Settings, total_steps: int) -> int:
+    """Updates of gradual warm-up (Goyal et al. section 2.2: from the preset's rate to the scaled one,
+    linearly): only when the linear rule raised the rate. Goyal warm up 5 of 90 epochs; the tiny runs
+    train a few epochs, so one epoch (estimate; at most half the run) is the shortest span that lets
+    BatchNorm statistics and momentum settle before the full rate."""
+    if settings.lr_scaling != "linear" or batch_ratio(preset, settings) <= 1:
+        return 0
+    return max(1, min(steps_per_epoch(preset, settings), total_steps // 2))
+
+
+def lr_rule(preset: "Preset", settings: Settings, total_steps: int) -> str:
+    """The learning-rate rule a run applied, in words (records and reports say it)."""
+    ratio = batch_ratio(preset, settings)
+    if settings.lr_scaling == "none" or ratio == 1:
+        return f"preset lr {preset.lr:g}" + (" (lr_scaling=none)" if ratio != 1 else "")
+    warm = warmup_steps(preset, settings, total_steps)
+    text = f"linear: lr {preset.lr:g} x {ratio:g} = {scaled_lr(preset, settings):g}"
+    return text + (f", warm-up over {warm} updates" if warm else "")
 
 
 def steps_per_epoch(preset: "Preset", settings: Settings) -> int:
@@ -61,21 +87,51 @@ def steps_per_epoch(preset: "Preset", settings: Settings) -> int:
 
 
 def learning_rate(preset: "Preset", settings: Settings, total_steps: int) -> Any:
-    """A float (constant) or a MindSpore LearningRateSchedule spanning `total_steps` updates."""
+    """A float (constant, no warm-up) or a MindSpore LearningRateSchedule spanning `total_steps` updates."""
     from mindspore import nn
 
     lr = scaled_lr(preset, settings)
     total_steps = max(1, total_steps)
+    schedule: Any
     if settings.lr_schedule == "constant":
-        return lr
-    if settings.lr_schedule == "cosine":
-        return nn.CosineDecayLR(min_lr=0.0, max_lr=lr, decay_steps=total_steps)
-    if settings.lr_schedule == "poly":
-        return nn.PolynomialDecayLR(learning_rate=lr, end_learning_rate=lr * 1e-3, decay_steps=total_steps, power=2.0)
-    if settings.lr_schedule == "step":
-        return nn.ExponentialDecayLR(learning_rate=lr, decay_rate=STEP_DECAY_RATE,
-                                     decay_steps=max(1, math.ceil(total_steps / STEP_DECAY_PARTS)), is_stair=True)
-    raise ValueError(f"lr_schedule={settings.lr_schedule!r} has no builder")
+        schedule = lr
+    elif settings.lr_schedule == "cosine":
+        schedule = nn.CosineDecayLR(min_lr=0.0, max_lr=lr, decay_steps=total_steps)
+    elif settings.lr_schedule == "poly":
+        schedule = nn.PolynomialDecayLR(learning_rate=lr, end_learning_rate=lr * 1e-3, decay_steps=total_steps,
+                                        power=2.0)
+    elif settings.lr_schedule == "step":
+        schedule = nn.ExponentialDecayLR(learning_rate=lr, decay_rate=STEP_DECAY_RATE,
+                                         decay_steps=max(1, math.ceil(total_steps / STEP_DECAY_PARTS)), is_stair=True)
+    else:
+        raise ValueError(f"lr_schedule={settings.lr_schedule!r} has no builder")
+    warm = warmup_steps(preset, settings, total_steps)
+    return _warm_up_then()(preset.lr, lr, warm, schedule) if warm else schedule
+
+
+def _warm_up_then() -> type:
+    """The warm-up schedule, defined on first use so that importing this module needs no MindSpore."""
+    import mindspore as ms
+    from mindspore import ops
+    from mindspore.nn.learning_rate_schedule import LearningRateSchedule
+
+    class WarmUpThen(LearningRateSchedule):
+        """min(linear ramp start -> peak over `steps` updates, the schedule): the ramp while it is
+        lower, then the schedule (which starts at the peak)."""
+
+        def __init__(self, start: float, peak: float, steps: int, schedule: Any) -> None:
+            super().__init__()
+            self.start, self.peak, self.steps = start, peak, float(steps)
+            self.schedule = schedule if isinstance(schedule, LearningRateSchedule) else None
+            self.constant = ms.Tensor(float(peak), ms.float32) if self.schedule is None else None
+
+        def construct(self, global_step):
+            step = ops.cast(global_step, ms.float32)
+            ramp = self.start + (self.peak - self.start) * ops.minimum(step / self.steps, 1.0)
+            after = self.constant if self.schedule is None else self.schedule(global_step)
+            return ops.minimum(ramp, after)
+
+    return WarmUpThen
 
 
 def make_optimizer(params: list, settings: Settings, lr: Any) -> "nn.Optimizer":

@@ -16,19 +16,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from hardware.capabilities import NUMERICS
-from msbench.cache import cached, content_key, source_hash
+from msbench.cache import cache_dir, cached, content_key, file_lock, source_hash
 from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
+from msbench.matrix import DEFAULT_ACCURACY_SEEDS
 from msbench.settings import Settings, make_settings
 
 NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a run's numbers
+# Seeds per accuracy (matrix key `accuracy_seeds`): a tiny run's accuracy moves by whole percentage points
+# with the seed, so a delta is the mean of seed-paired differences with its t-interval (msbench.stats).
+ACCURACY_SEEDS = DEFAULT_ACCURACY_SEEDS
 CACHE_KIND = "accuracy"
 RESULT_PREFIX = "MSBENCH_ACCURACY "
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +50,7 @@ class AccuracyResult:
     samples_seen: int = 0
     key: str = ""
     cached: bool = False
+    lr_rule: str = ""                   # the learning-rate rule applied (workloads.train_step.lr_rule)
 
 
 def accuracy_settings(settings: Settings) -> Settings:
@@ -67,6 +72,14 @@ def accuracy_cell_settings(cell: Cell, workload: Any) -> Settings:
     own = workload.preset(cell.preset, cell.overrides).batch_size
     tiny = workload.preset(*accuracy_preset(cell)).batch_size
     return settings.replace(batch_size=max(1, round(tiny * settings.batch_size / own)))
+
+
+def seed_cells(cell: Cell, seeds: int) -> list[Cell]:
+    """The cell at seeds seed, seed + 1, ...: the i-th is paired with the baseline's i-th."""
+    if seeds < 1:
+        raise ValueError(f"seeds={seeds} is not allowed; allowed: an integer >= 1")
+    first = cell.settings.seed
+    return [cell if i == 0 else replace(cell, settings=cell.settings.replace(seed=first + i)) for i in range(seeds)]
 
 
 def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
@@ -118,7 +131,7 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
     """Train the tiny preset and evaluate it, in this process (no cache)."""
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
     from hardware.mindspore.resolve import load_workload
-    from workloads.train_step import step_batch_size, train
+    from workloads.train_step import lr_rule, step_batch_size, steps_per_epoch, train
 
     workload = load_workload(cell.workload)
     settings = accuracy_cell_settings(cell, workload)
@@ -134,7 +147,18 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
     run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data")
     metrics = {k: float(v) for k, v in workload.evaluate(run.network, preset).items()}
     return AccuracyResult(value=metrics[workload.metric_name], metric=workload.metric_name, metrics=metrics,
-                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen)
+                          losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen,
+                          lr_rule=lr_rule(preset, settings, preset.epochs * steps_per_epoch(preset, settings)))
+
+
+def compile_cache_path(cell: Cell) -> Path:
+    """MindSpore's compile cache for the accuracy runs of one network structure: the cell's accuracy key
+    with the seed left out, so the seeds of a cell (the `accuracy_seeds` multiplier) compile once and
+    two settings never share a cache (MindSpore keys its cache by the network's Python source only, so
+    an AMP level or batch change would otherwise reuse a wrong graph). Losses are identical with and
+    without it (reference: mindspore-2.10-cpu.md); it cut ResNet-50's first step 3.6 -> 0.68 s there."""
+    unseeded = replace(cell, settings=cell.settings.replace(seed=0))
+    return cache_dir("ms-compile") / accuracy_key(unseeded)
 
 
 def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
@@ -142,7 +166,10 @@ def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
     its scratch directory die with this process (msbench.child)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
-    with ChildScope("msbench-accuracy-") as scope, shared_host():
+    compile_cache = compile_cache_path(cell)
+    compile_cache.mkdir(parents=True, exist_ok=True)
+    env.update(MS_COMPILER_CACHE_ENABLE="1", MS_COMPILER_CACHE_PATH=str(compile_cache))
+    with ChildScope("msbench-accuracy-") as scope, shared_host(), file_lock(compile_cache / ".lock"):
         proc = scope.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
                          env=env, timeout=timeout)
     if proc.timed_out:

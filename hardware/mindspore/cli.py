@@ -1,24 +1,51 @@
-"""`msbench measure WORKLOAD [--preset P] [--set KNOB=VALUE ...] [--accuracy] [--json]`: one cell, for real."""
+"""`msbench measure WORKLOAD [--preset P] [--set KNOB=VALUE ...] [--versus KNOB=VALUE ...] [--accuracy] [--json]`:
+one cell, for real, in several fresh processes; with `--versus`, an A/B pair measured interleaved."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from msbench.cli import cell_from_args, print_table
 from msbench.records import Record
 
 
 def measure_command(args: argparse.Namespace) -> int:
-    from msbench.runner import run_cell
+    from msbench.errors import UserError
+    from msbench.runner import run_cells
+    from msbench.settings import make_settings, parse_assignments
 
+    if args.wait_quiet < 0:
+        raise UserError(f"--wait-quiet={args.wait_quiet:g} is not allowed; allowed: seconds >= 0")
     cell = cell_from_args(args, f"mindspore:{args.device}")
-    record = run_cell(cell, options={"accuracy": args.accuracy}, timeout=args.timeout)
+    cells = [cell]
+    if args.versus:
+        knobs = {**cell.settings.non_default(), **parse_assignments(args.versus)}
+        cells.append(replace(cell, settings=make_settings(knobs, where="--versus")))
+    records = run_cells(cells, options={"accuracy": args.accuracy}, timeout=args.timeout,
+                        wait_quiet_s=args.wait_quiet)
     if args.json:
-        print(json.dumps(record.to_dict(), indent=2, sort_keys=True, default=str))
+        payload = [r.to_dict() for r in records]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, sort_keys=True, default=str))
     else:
-        print_table(["field", "value"], summary_rows(record))
-    return 0 if record.status in ("ok", "unsupported") else 1
+        for record in records:
+            print_table(["field", "value"], summary_rows(record))
+        if len(records) == 2:
+            print(ratio_line(*records))
+    return 0 if all(r.status in ("ok", "unsupported") for r in records) else 1
+
+
+def ratio_line(a: Record, b: Record) -> str:
+    """B's step time over A's, with the 95% interval from both cells' process intervals (relative
+    half-widths add in quadrature for a ratio of independent estimates)."""
+    sa, sb = a.metrics.step_time_stats, b.metrics.step_time_stats
+    if sa is None or sb is None:
+        return "B/A: not comparable (a cell has no measured step time)"
+    half = (sa.ci95_rel ** 2 + sb.ci95_rel ** 2) ** 0.5
+    ratio = sb.median / sa.median
+    verdict = "no effect shown" if abs(ratio - 1) <= half * ratio else ("B slower" if ratio > 1 else "B faster")
+    return f"B/A step time: {ratio:.4f} ± {half:.2%} (95%, interleaved processes): {verdict}"
 
 
 def summary_rows(record: Record) -> list[list[object]]:
@@ -29,9 +56,15 @@ def summary_rows(record: Record) -> list[list[object]]:
         rows.append(["reason", record.reason.strip().splitlines()[-1][:200]])
     if stats:
         rows += [["step time (median)", f"{stats.median:.6g} s"], ["IQR", f"{stats.iqr:.3g} s"],
-                 ["CV", f"{stats.cv:.3f}"], ["95% CI of median (rel.)", f"±{stats.ci95_rel:.2%}"],
+                 ["CV", f"{stats.cv:.3f}"], ["95% CI (rel., over processes)", f"±{stats.ci95_rel:.2%}"],
+                 ["process medians", ", ".join(f"{x:.6g}" for x in stats.process_medians)],
+                 ["CV of process medians", "" if stats.process_cv is None else f"{stats.process_cv:.4f}"],
                  ["measured steps", len(stats.samples)], ["compile", f"{m.compile_time_s:.3f} s"],
                  ["throughput", f"{m.throughput:.4g} samples/s"]]
+    cond = m.extra.get("conditions") or {}
+    if cond.get("load_before"):
+        rows.append(["machine (worst process)", f"load {cond['load_before'][0]:g} on {cond.get('cores')} cores, others "
+                                                f"{cond.get('others_during', 0):.0%} busy, steal {cond.get('steal_during', 0):.0%}"])
     if m.peak_memory_bytes is not None:
         rows.append(["peak memory", f"{m.peak_memory_bytes / 2**20:.1f} MiB ({m.peak_memory_source})"])
     if m.accuracy is not None:

@@ -23,8 +23,12 @@ class MeasureConfig:
     min_steps: int = 5             # measured steps before the stopping rule is checked
     max_steps: int = 1000        # high enough that the CI target or the time budget decides
     ci_target: float = 0.02        # stop when the relative 95% CI half-width of the median is below this
-    time_budget_s: float = 60.0    # ... or when measuring has taken this long
+    time_budget_s: float = 30.0    # ... or when measuring has taken this long (per process)
     memory_profile_steps: int = 2  # steps run under the profiler for the CPU pool peak (0 = skip)
+    # Across fresh processes (each compiles and warms up on its own), see measure.process_stop_reason:
+    processes: int = 3             # processes always run; the record's median and interval are over them
+    max_processes: int = 6         # more are added while the processes' interval is wider than below
+    process_ci_target: float = 0.03  # relative 95% t-interval half-width of the process medians
 
     def __post_init__(self) -> None:
         for name in ("warmup_steps", "memory_profile_steps"):
@@ -32,8 +36,12 @@ class MeasureConfig:
                 raise ConfigError(name, getattr(self, name), "an integer >= 0", "MeasureConfig")
         if not 2 <= self.min_steps <= self.max_steps:
             raise ConfigError("min_steps", self.min_steps, f"2..max_steps ({self.max_steps})", "MeasureConfig")
-        if not 0 < self.ci_target < 1:
-            raise ConfigError("ci_target", self.ci_target, "a fraction in (0, 1)", "MeasureConfig")
+        for name in ("ci_target", "process_ci_target"):
+            if not 0 < getattr(self, name) < 1:
+                raise ConfigError(name, getattr(self, name), "a fraction in (0, 1)", "MeasureConfig")
+        if not 1 <= self.processes <= self.max_processes:
+            raise ConfigError("processes", self.processes, f"1..max_processes ({self.max_processes})",
+                              "MeasureConfig")
         if self.time_budget_s <= 0:
             raise ConfigError("time_budget_s", self.time_budget_s, "seconds > 0", "MeasureConfig")
 

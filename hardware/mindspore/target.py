@@ -8,11 +8,15 @@ turns a MindSpore out-of-memory error into an `oom` record. Multi-device cells g
 from __future__ import annotations
 
 import subprocess
+import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
+
+from hardware.mindspore.accuracy import ACCURACY_SEEDS
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
@@ -24,13 +28,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from hardware.mindspore.memory import MemoryReport
 
 
+# Extra fields that describe one measured process, kept per process in a combined record.
+PER_PROCESS_EXTRA = ("stop_reason", "first_step_s", "warmup_s", "rank_medians", "loss_first", "loss_last",
+                     "conditions")
+
+
 class MindSporeTarget:
     isolate = True
 
-    def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None) -> None:
+    def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None,
+                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
         self.device = check_device(device)
         self.name = f"mindspore:{device}"
         self.accuracy = accuracy
+        self.accuracy_seeds = accuracy_seeds
         self.config = config or MeasureConfig.from_env()
 
     def supports(self, cell: Cell) -> str | None:
@@ -69,7 +80,7 @@ class MindSporeTarget:
                 return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
             raise
         if record.status == "ok" and self.accuracy:
-            add_accuracy(record)
+            add_accuracy(record, self.accuracy_seeds)
         return record
 
     @staticmethod
@@ -80,6 +91,41 @@ class MindSporeTarget:
         from hardware.mindspore.dataset_cache import DatasetCacheServer
 
         return DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log")
+
+    def process_stop(self, records: Sequence[Record]) -> str | None:
+        """msbench.repeat's question: enough fresh processes for this cell? (measure.process_stop_reason)"""
+        from hardware.mindspore.measure import process_stop_reason
+
+        return process_stop_reason([r.metrics.step_time_s for r in records], self.config)
+
+    def combine_processes(self, cell: Cell, records: Sequence[Record], reason: str) -> Record:
+        """One record from the cell's process records: step time and interval over the process medians,
+        throughput from that median, compile and data wait their medians, the largest memory peak."""
+        from hardware.mindspore.measure import process_stats
+
+        stats = process_stats([r.metrics.step_time_stats for r in records])
+        first = records[0].metrics
+        median = stats.median
+        compile_s = float(np.median([r.metrics.compile_time_s for r in records]))
+        data_s = float(np.median([r.metrics.breakdown.get("data_wait", 0.0) for r in records]))
+        peak = max(records, key=lambda r: r.metrics.peak_memory_bytes or 0).metrics
+        own = [k for k in PER_PROCESS_EXTRA if k in first.extra]
+        extra = {k: v for k, v in first.extra.items() if k not in own}
+        extra.update(process_stop_reason=reason, processes=[
+            {"median_s": r.metrics.step_time_s, "steps": len(r.metrics.step_time_stats.samples),
+             "compile_s": r.metrics.compile_time_s, **{k: r.metrics.extra.get(k) for k in own}} for r in records])
+        metrics = replace(first, step_time_s=median, step_time_stats=stats,
+                          throughput=first.throughput * first.step_time_s / median,
+                          throughput_per_device=first.throughput_per_device * first.step_time_s / median,
+                          peak_memory_bytes=peak.peak_memory_bytes, peak_memory_source=peak.peak_memory_source,
+                          peak_memory_detail=peak.peak_memory_detail, compile_time_s=compile_s,
+                          breakdown={"data_wait": data_s, "compute": max(0.0, median - data_s)}, extra=extra)
+        with_accuracy = next((r for r in records if r.metrics.accuracy is not None), None)
+        if with_accuracy is not None:
+            metrics = replace(metrics, accuracy=with_accuracy.metrics.accuracy,
+                              accuracy_metric=with_accuracy.metrics.accuracy_metric)
+            metrics.extra["accuracy_run"] = with_accuracy.metrics.extra.get("accuracy_run")
+        return Record(cell=cell, status="ok", metrics=metrics)
 
     def _run_local(self, cell: Cell) -> Record:
         from hardware.mindspore.session import run_session
@@ -115,26 +161,37 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
     return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
-def add_accuracy(record: Record) -> None:
-    """Fill metrics.accuracy from the (cached) tiny-preset training run; the runner fills the delta.
-    Used by the device-model target too."""
-    from hardware.mindspore.accuracy import accuracy_in_subprocess
+def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
+    """Fill metrics.accuracy with the mean over `seeds` (cached) tiny-preset training runs, seeds
+    seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
+    delta. Used by the device-model target too."""
+    from hardware.mindspore.accuracy import accuracy_in_subprocess, seed_cells
 
-    try:
-        result = accuracy_in_subprocess(record.cell)
-    except ConfigError as err:   # the cell's knobs have no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
-        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
-        return
-    except (RuntimeError, subprocess.TimeoutExpired) as err:
-        # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
-        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
-        return
-    record.metrics.accuracy_metric = result.metric
-    record.metrics.accuracy = result.value
-    info: dict[str, Any] = {"key": result.key, "cached": result.cached, "epochs": result.epochs,
-                            "steps": result.steps, "samples_seen": result.samples_seen}
-    if result.reason:
-        info["reason"] = result.reason
-    if result.losses:
-        info["loss_first"], info["loss_last"] = result.losses[0], result.losses[-1]
+    results, seconds = [], []
+    for cell in seed_cells(record.cell, seeds):
+        started = time.monotonic()
+        try:
+            results.append(accuracy_in_subprocess(cell))
+            seconds.append(round(time.monotonic() - started, 2))   # where `make bench` spends its time
+        except ConfigError as err:   # no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
+            record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
+            return
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
+            record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
+            return
+    first = results[0]
+    info: dict[str, Any] = {"key": first.key, "keys": [r.key for r in results], "cached": all(r.cached for r in results),
+                            "epochs": first.epochs, "steps": first.steps, "samples_seen": first.samples_seen,
+                            "seeds": [c.settings.seed for c in seed_cells(record.cell, seeds)],
+                            "values": [r.value for r in results], "lr_rule": first.lr_rule, "wall_s": seconds}
+    record.metrics.accuracy_metric = first.metric
+    missing = next((r for r in results if r.value is None), None)
+    if missing is not None:
+        info["reason"] = missing.reason
+    else:
+        values = [float(r.value) for r in results]  # type: ignore[arg-type]
+        record.metrics.accuracy = sum(values) / len(values)
+    if first.losses:
+        info["loss_first"], info["loss_last"] = first.losses[0], first.losses[-1]
     record.metrics.extra["accuracy_run"] = info

@@ -143,11 +143,21 @@ def toml_lines(profile: HardwareProfile) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hardware.model.validate import fit_cases
+    from pathlib import Path
+
+    from hardware.model.validate import fit_cases, measured_records
+    from msbench.conditions import mixed, of_record
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print("usage: python -m hardware.model.fit RUN.jsonl", file=sys.stderr)
+        return 2
+    # Fitting one set of constants to cells measured on a quiet and on a loaded machine would average
+    # two machines (steps here are ~2x slower loaded): refuse, and say which cells differ.
+    why = mixed([(f"{r.cell.workload} {r.cell.label}", of_record(r)) for r in measured_records(Path(args[0]))])
+    if why:
+        print(f"fit: error: the run's cells were measured under very different machine conditions ({why}); "
+              "re-measure them with `msbench run --wait-quiet SECONDS`", file=sys.stderr)
         return 2
     base = load_profile("cpu")
     cases = fit_cases(args[0], "cpu")

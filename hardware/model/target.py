@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hardware.capabilities import Facts, refusal
+from hardware.mindspore.accuracy import ACCURACY_SEEDS
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
@@ -87,11 +88,13 @@ class ModelTarget:
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
 
-    def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None) -> None:
+    def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
+                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
         self.trace_dir = trace_dir                    # `msbench run --trace-dir`: one trace per cell
+        self.accuracy_seeds = accuracy_seeds          # tiny-preset runs per accuracy (msbench matrix key)
 
     @property
     def kind(self) -> str:
@@ -138,5 +141,5 @@ class ModelTarget:
         if self.accuracy:
             from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
 
-            add_accuracy(record)
+            add_accuracy(record, self.accuracy_seeds)
         return record

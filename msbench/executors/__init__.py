@@ -31,13 +31,15 @@ class CellJob:
     options: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = 1800.0
     plugins: tuple[str, ...] = ()          # the command line's --allow-plugin specs (never the matrix file's)
+    wait_quiet_s: float = 0.0              # --wait-quiet: before each measured process (msbench.repeat)
 
     def __call__(self, entry: Entry) -> Record:
         from msbench.runner import failure_record, run_cell
 
         if entry.status == "invalid":
             return failure_record(entry.cell, "invalid", entry.reason)
-        return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins)
+        return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins,
+                        wait_quiet_s=self.wait_quiet_s)
 
 
 class Executor(Protocol):

@@ -10,6 +10,8 @@ import pandas as pd
 
 from msbench.asv_results import load_results
 from msbench.compare import FLAG_ORDER
+from msbench.conditions import mixed, of_record, overloaded
+from msbench.records import Record
 from msbench.report import best, claims, diff, effects, plots, tradeoffs
 from msbench.report.frame import GIB, brief, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
@@ -121,12 +123,34 @@ def inputs_section(inputs: Inputs, sides: Sides, options: Options) -> Section:
             notes.append("no record has a time breakdown (the device model fills it): 'component that moved' is empty")
         if len(frame) == 1:
             notes.append("a single cell: there is nothing to compare it with")
+        conditions, why = conditions_table(sides.now.records)
+        if not conditions.empty:
+            tables.append(Table("Machine conditions of the measured cells", conditions, links=("cell_id",)))
+        if why:
+            notes.append(f"measured cells ran under very different machine conditions ({why}): their speed-ups "
+                         "mix the knob's effect with the machine's load; re-measure with `msbench run --wait-quiet`")
     if sides.asv_dirs:
         tables.append(Table("asv results of the newest commit", asv_summary(sides.asv_dirs)))
     intro = (f"Read {len(inputs.sources)} file(s): {', '.join(inputs.sources) or 'none'}. "
              f"Accuracy tolerance {options.tolerance_pp:g} pp; memory cap "
              f"{'%g GiB' % options.memory_cap_gib if options.memory_cap_gib is not None else 'the device capacity'}.")
     return Section("0. Inputs and what is missing", intro, tuple(notes), tuple(tables), anchor="inputs")
+
+
+def conditions_table(records: Sequence[Record]) -> tuple[pd.DataFrame, str | None]:
+    """One row per measured record with its machine conditions (msbench.conditions), and why the set
+    is too mixed to compare within (None when comparable)."""
+    rows, labelled = [], []
+    for r in records:
+        cond = of_record(r)
+        if not cond:
+            continue
+        labelled.append((f"{r.cell.workload} {r.cell.label}", cond))
+        rows.append({"workload": r.cell.workload, "label": r.cell.label, "target": r.cell.target,
+                     "load_before": (cond.get("load_before") or [None])[0], "others_cpu": cond.get("others_during"),
+                     "steal": cond.get("steal_during"), "cores": cond.get("cores"),
+                     "overloaded": overloaded(cond) or "", "cell_id": r.cell_id})
+    return pd.DataFrame(rows), mixed(labelled)
 
 
 def drawn(options: Options, caption: str, draw: Callable[[], bytes | None]) -> list[Figure]:

@@ -15,13 +15,14 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from msbench.asv_results import read_json, result_files
+from msbench.conditions import of_record
 from msbench.compare import Observation, Row, asv_observations, compare
 from msbench.records import Record
 from msbench.report.load import RecordSet
 from msbench.tracked import TRACKED, cell_key, tracked_values
 
 DIFF_COLUMNS = ["flag", "source", "workload", "variant", "target", "metric", "before", "after", "change",
-                "direction", "cell_id"]
+                "direction", "note", "cell_id"]
 ENV_FIRST = ("mindspore", "numpy", "cpu.flags", "python", "cpu.model", "env.ONEDNN_MAX_CPU_ISA")
 IGNORED_PROVENANCE = ("started", "commit", "dirty")
 BEFORE, AFTER = "before", "after"
@@ -37,7 +38,7 @@ def run_rows(before: RecordSet, after: RecordSet, threshold: float, tolerance_pp
     of two different matrices."""
     both = common_cells(before, after)
     observations = [Observation("runs", side, cell_key(rec.cell), name, value if rec.status == "ok" else None,
-                                rec.status, rec.cell_id)
+                                rec.status, rec.cell_id, of_record(rec))
                     for side, runs in ((BEFORE, before), (AFTER, after)) for rec in runs.records
                     if rec.cell_id in both for name, value in tracked_values(rec.metrics).items()]
     return compare(observations, BEFORE, AFTER, threshold, tolerance_pp)

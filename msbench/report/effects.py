@@ -1,7 +1,8 @@
 """Knob effects: every cell against its context's baseline cell, with the component that moved.
 
 speed-up = throughput / baseline throughput; memory change = peak / baseline peak - 1 (%);
-accuracy delta in pp; the component that moved is the breakdown entry (compute, memory, host,
+accuracy delta in pp, the mean of seed-paired differences with its 95% interval, called an effect only
+when the interval excludes 0 (msbench.stats); the component that moved is the breakdown entry (compute, memory, host,
 data, comm...) whose seconds per step changed most, with that change in ms.
 """
 
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from msbench.report.frame import (BASE_LABEL, accuracy_delta, base_of, brief, component_columns, contexts,
-                                  metric, ratio)
+from msbench.report.frame import (BASE_LABEL, base_of, brief, component_columns, contexts, effect_text, metric,
+                                  accuracy_delta_interval, ratio)
 
 EFFECT_COLUMNS = ["workload", "preset", "target", "label", "status", "speedup", "memory_change_pct",
-                  "accuracy_delta_pp", "moved", "moved_ms", "bound", "cell_id"]
+                  "accuracy_delta_pp", "accuracy_ci95_pp", "accuracy_effect", "lr_rule", "moved", "moved_ms", "bound", "cell_id"]
 
 
 def moved_component(row: pd.Series, base: pd.Series, columns: list[str]) -> tuple[str | None, float | None]:
@@ -55,11 +56,16 @@ def knob_effects(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             speed = ratio(metric(row, "throughput"), metric(base, "throughput")) if ok else None
             mem = ratio(metric(row, "peak_memory_bytes"), metric(base, "peak_memory_bytes")) if ok else None
             moved, moved_ms = moved_component(row, base, parts) if ok else (None, None)
+            delta, interval = accuracy_delta_interval(row, base) if ok else (None, None)
+            run = row.get("extra.accuracy_run")
             rows.append({
                 "workload": row["workload"], "preset": row["preset"], "target": row["target"],
                 "label": row["label"], "status": row["status"] if ok else f"{row['status']}: {brief(row.get('reason'))}".rstrip(": "),
                 "speedup": speed, "memory_change_pct": None if mem is None else (mem - 1.0) * 100.0,
-                "accuracy_delta_pp": accuracy_delta(row, base) if ok else None,
+                "accuracy_delta_pp": delta,
+                "accuracy_ci95_pp": None if interval is None else f"[{interval[0]:+.2f}, {interval[1]:+.2f}]",
+                "accuracy_effect": effect_text(interval) if ok else "",
+                "lr_rule": run.get("lr_rule") if isinstance(run, dict) else None,
                 "moved": moved, "moved_ms": moved_ms, "bound": row.get("bound") if ok else None,
                 "cell_id": row["cell_id"],
             })

@@ -11,6 +11,8 @@ from typing import Iterator
 
 import pandas as pd
 
+from msbench.stats import is_effect, paired_delta_pp
+
 from msbench.records import Metrics
 from msbench.settings import DEFAULTS
 
@@ -91,6 +93,36 @@ def accuracy_delta(row: pd.Series, base: pd.Series | None) -> float | None:
         return delta
     acc, base_acc = metric(row, "accuracy"), (metric(base, "accuracy") if base is not None else None)
     return None if acc is None or base_acc is None else (acc - base_acc) * 100.0
+
+
+def seed_accuracies(row: pd.Series) -> list[float]:
+    """The per-seed accuracies behind a row's accuracy (empty for single-seed records)."""
+    run = row.get("extra.accuracy_run")
+    values = run.get("values") if isinstance(run, dict) else None
+    return [float(v) for v in values] if values and all(v is not None for v in values) else []
+
+
+def paired_accuracy_pp(row: pd.Series, base: pd.Series | None) -> tuple[float | None, list[float] | None]:
+    """(row - base) accuracy in pp over seed-paired runs and its 95% interval (None: fewer than two pairs)."""
+    mine, theirs = seed_accuracies(row), (seed_accuracies(base) if base is not None else [])
+    if len(mine) >= 2 and len(mine) == len(theirs):
+        return paired_delta_pp(mine, theirs)
+    acc, base_acc = metric(row, "accuracy"), (metric(base, "accuracy") if base is not None else None)
+    return (None if acc is None or base_acc is None else (acc - base_acc) * 100.0), None
+
+
+def accuracy_delta_interval(row: pd.Series, base: pd.Series | None) -> tuple[float | None, list[float] | None]:
+    """The runner's delta and interval against the matrix baseline when recorded, else computed from base."""
+    if metric(row, "accuracy_delta_pp") is not None:
+        stored = row.get("accuracy_delta_ci95_pp")
+        return metric(row, "accuracy_delta_pp"), (list(stored) if isinstance(stored, (list, tuple)) else None)
+    return paired_accuracy_pp(row, base)
+
+
+def effect_text(interval: list[float] | None) -> str:
+    """'effect' when the 95% interval excludes 0, 'within seed noise' when it holds 0, '' with one seed."""
+    verdict = is_effect(interval)
+    return "" if verdict is None else ("effect" if verdict else "within seed noise")
 
 
 def brief(reason: object, limit: int = 160) -> str:

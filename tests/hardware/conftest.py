@@ -18,9 +18,11 @@ from toy_workload import TOY_NAME  # noqa: E402
 @pytest.fixture
 def toy_env(scratch, private_cache, monkeypatch):
     """cwd = scratch, private msbench cache, `toy_workload` importable in children, measuring kept short."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    # The checkout under test first: children run in the scratch directory, where the editable install
+    # of another checkout (a git worktree's main) would otherwise be imported instead.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")]))
     for name, value in (("TIME_BUDGET_S", "0.5"), ("MAX_STEPS", "40"), ("MIN_STEPS", "4"), ("WARMUP_STEPS", "1"),
-                        ("MEMORY_PROFILE_STEPS", "1")):
+                        ("MEMORY_PROFILE_STEPS", "1"), ("PROCESSES", "2"), ("MAX_PROCESSES", "2")):
         monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", value)
     return scratch
 

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from hardware.mindspore.config import MeasureConfig
-from hardware.mindspore.measure import median_ci95, measure_steps, step_stats, stop_reason
+from hardware.mindspore.measure import (median_ci95, measure_steps, process_stats, process_stop_reason, step_stats,
+                                        stop_reason)
+from msbench.errors import ConfigError
 
 
 class Loss:
@@ -90,3 +92,28 @@ def test_step_time_includes_the_wait_for_data():
         return ()
     m = measure_steps(fetch, clock.step, cfg, clock=clock)
     assert m.stats.median == pytest.approx(1.25) and m.data_s == pytest.approx(0.25)
+
+
+def test_process_stats_are_over_process_medians():
+    a = step_stats([1.0, 1.01, 0.99, 1.0, 1.02, 1.0])
+    b = step_stats([1.2, 1.21, 1.19, 1.2, 1.2, 1.22])
+    c = step_stats([1.1, 1.1, 1.11, 1.09, 1.1, 1.1])
+    s = process_stats([a, b, c])
+    assert s.process_medians == [a.median, b.median, c.median]
+    assert s.median == pytest.approx(1.1)
+    # three medians 1.0, 1.2, 1.1: t(0.975, 2) * 0.1 / sqrt(3) / 1.1
+    assert s.ci95_rel == pytest.approx(4.302653 * 0.1 / np.sqrt(3) / 1.1, rel=1e-5)
+    assert s.ci95_rel > max(a.ci95_rel, b.ci95_rel, c.ci95_rel)   # wider than any in-process interval
+    assert len(s.samples) == 18 and s.process_cv == pytest.approx(0.1 / 1.1)
+    one = process_stats([a])
+    assert one.median == a.median and one.process_medians == [a.median] and one.process_cv is None
+
+
+def test_process_stop_rule():
+    cfg = MeasureConfig(processes=3, max_processes=5, process_ci_target=0.03)
+    assert process_stop_reason([1.0, 1.0], cfg) is None                      # below `processes`
+    assert "process ci95_rel" in process_stop_reason([1.0, 1.001, 0.999], cfg)
+    assert process_stop_reason([1.0, 1.2, 1.1], cfg) is None                 # too wide: one more
+    assert "max_processes=5" in process_stop_reason([1.0, 1.2, 1.1, 0.9, 1.3], cfg)
+    with pytest.raises(ConfigError, match="processes"):
+        MeasureConfig(processes=4, max_processes=3)

@@ -25,14 +25,17 @@ def test_tiny_cell_end_to_end(toy_env, toy_cell, mode):
     assert record.status == "ok", record.reason
     m = record.metrics
     stats = m.step_time_stats
-    assert m.step_time_s == stats.median > 0 and len(stats.samples) >= 4
+    assert m.step_time_s == stats.median > 0 and len(stats.samples) >= 2 * 4     # two processes (toy_env)
+    assert len(stats.process_medians) == 2 and len(m.extra["processes"]) == 2
+    assert m.step_time_s == pytest.approx(sum(stats.process_medians) / 2)
+    assert {"load_before", "others_during"} <= set(m.extra["conditions"])
     assert 0 <= stats.ci95_rel and stats.iqr >= 0 and stats.cv >= 0
     assert m.throughput == pytest.approx(16 / stats.median)        # tiny preset: batch 16, one device
-    assert m.compile_time_s >= 0 and m.extra["first_step_s"] > stats.median
+    assert m.compile_time_s >= 0 and all(p["first_step_s"] > p["median_s"] for p in m.extra["processes"])
     assert m.peak_memory_source == "pool+params"
     assert m.peak_memory_bytes == m.peak_memory_detail["pool_peak"] + m.peak_memory_detail["params"]
     assert m.peak_memory_detail["rss_peak"] > m.peak_memory_detail["rss_baseline"] > 0
-    assert m.extra["loss_last"] < m.extra["loss_first"]
+    assert all(p["loss_last"] < p["loss_first"] for p in m.extra["processes"])
     assert m.extra["op_threads"] == len(os.sched_getaffinity(0)) and m.extra["cpu_affinity"]
     if host_has_avx512():
         assert m.extra["onednn_max_cpu_isa"] == "AVX2"
@@ -46,9 +49,12 @@ def test_amp_o2_dynamic_loss_scale_with_accuracy(toy_env, toy_cell):
     assert m.extra["amp_effective"] == "fp16, norms fp32"
     assert m.accuracy_metric == "top1" and m.accuracy > 0.25 + 0.3          # chance is 1/4
     run_info = m.extra["accuracy_run"]
-    assert run_info["cached"] is False and run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
+    assert run_info["epochs"] == 3 and run_info["samples_seen"] == 3 * 256
+    assert run_info["seeds"] == [1, 2, 3] and len(set(run_info["keys"])) == 3          # 3 seeds by default
+    assert m.accuracy == pytest.approx(sum(run_info["values"]) / 3)
     again = accuracy_in_subprocess(toy_cell(mode="pynative", amp_level="O2", loss_scale="dynamic"))
-    assert again.cached is True and again.value == m.accuracy          # mode is not a numerics knob
+    assert again.key == run_info["keys"][0], "parent and child must agree on the key"
+    assert again.cached is True and again.value == run_info["values"][0]          # mode is not a numerics knob
 
 
 def test_recompute_lowers_the_pool_peak(toy_env, toy_cell):
@@ -65,17 +71,20 @@ def test_two_devices_through_msrun(toy_env, toy_cell):
     record = run(toy_cell(mode="graph", devices=2), timeout=240)
     assert record.status == "ok", record.reason
     m = record.metrics
-    assert m.extra["ranks"] == 2 and len(m.extra["rank_medians"]) == 2
-    assert m.extra["global_samples_per_step"] == 32
+    assert m.extra["ranks"] == 2 and m.extra["global_samples_per_step"] == 32
     assert m.throughput == pytest.approx(32 / m.step_time_s)
-    assert m.step_time_s == max(m.extra["rank_medians"])
+    processes = m.extra["processes"]
+    assert len(processes) == 2 and m.step_time_stats.process_medians == [p["median_s"] for p in processes]
+    for process in processes:       # each msrun launch: the slowest rank's median
+        assert len(process["rank_medians"]) == 2 and process["median_s"] == max(process["rank_medians"])
+    assert m.step_time_s == pytest.approx(sum(m.step_time_stats.process_medians) / 2)
     assert m.extra["op_threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
 
 
 def test_dataset_cache_server_cell(toy_env, toy_cell):
     record = run(toy_cell(mode="graph", data_format="mindrecord", cache=True))
     assert record.status == "ok", record.reason
-    assert record.metrics.extra["loss_last"] < record.metrics.extra["loss_first"]
+    assert all(p["loss_last"] < p["loss_first"] for p in record.metrics.extra["processes"])
 
 
 def test_memory_exhaustion_is_an_oom_record(toy_env, toy_cell, tmp_path, monkeypatch):
@@ -100,3 +109,14 @@ def test_unsupported_is_reported_without_running(toy_env, toy_cell):
     assert record.status == "unsupported" and "Ascend/GPU only" in record.reason
     direct = MindSporeTarget("cpu").run(toy_cell(optimizer="lamb"))
     assert direct.status == "unsupported" and "Lamb" in direct.reason
+
+
+def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
+    from hardware.mindspore.cli import ratio_line
+    from msbench.runner import run_cells
+
+    a, b = run_cells([toy_cell(mode="graph"), toy_cell(mode="graph", batch_size=32)], timeout=180.0)
+    assert a.status == b.status == "ok", (a.reason, b.reason)
+    for record in (a, b):
+        assert len(record.metrics.step_time_stats.process_medians) == 2
+    assert "B/A step time:" in ratio_line(a, b)

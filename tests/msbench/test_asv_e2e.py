@@ -60,6 +60,17 @@ def nightly(repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
+def benchmarked_repo(tmp_path: Path) -> tuple[Path, Path, str, str, subprocess.CompletedProcess]:
+    """(repo, home, first, second, run): the two-commit repository with `msbench nightly` run over both."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    repo.mkdir()
+    home.mkdir()
+    first, second = make_repo(repo)
+    run = nightly(repo, home, "--since", first)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return repo, home, first, second, run
+
+
 @pytest.fixture
 def suite(monkeypatch):
     """The asv suite package (benchmarks/), imported as asv does: from the working tree."""
@@ -97,13 +108,7 @@ def test_cell_rows_skip_what_is_not_a_measurement_and_fail_what_broke(suite):
 
 @pytest.mark.slow
 def test_nightly_compare_and_html_over_two_commits(tmp_path, monkeypatch, capsys):
-    repo, home = tmp_path / "repo", tmp_path / "home"
-    repo.mkdir()
-    home.mkdir()
-    first, second = make_repo(repo)
-
-    run = nightly(repo, home, "--since", first)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    repo, home, first, second, run = benchmarked_repo(tmp_path)
     assert "2 commit(s) from" in run.stdout
     assert (home / ".asv-machine.json").is_file()
     assert {p.name[:8] for p in (repo / "results/asv" / MACHINE).glob("*-existing-*.json")} == {first[:8], second[:8]}

@@ -246,3 +246,20 @@ def test_git_revisions_resolve_to_commits_with_results(tmp_path, capsys, monkeyp
     code, out, _ = run_compare(capsys, "HEAD~1", "main", "--json")
     assert code == 0 and (json.loads(out)["before"], json.loads(out)["after"]) == (prev, head)
     assert not any(math.isnan(r["change"]) for r in json.loads(out)["rows"] if r["change"] is not None)
+
+
+def test_timings_under_very_different_conditions_are_not_called_regressions(tmp_path, capsys):
+    quiet = {"cores": 2, "load_before": [0.1, 0.1, 0.1], "others_during": 0.05}
+    loaded = {"cores": 2, "load_before": [3.5, 3.0, 3.0], "others_during": 0.9}
+    store = RunStore(tmp_path / "runs" / "nightly.jsonl")
+    for commit, throughput, cond in ((A, 500.0, quiet), (B, 250.0, loaded)):
+        rec = make_record(commit, throughput, 1 << 30)
+        rec.metrics.accuracy_delta_pp = 0.0 if commit == A else -5.0
+        rec.metrics.extra["conditions"] = cond
+        store.append(rec)
+    code, out, _ = run_compare(capsys, A[:8], B[:8], "--results", str(tmp_path / "runs"), "--json")
+    rows = {r["metric"]: r for r in json.loads(out)["rows"]}
+    assert rows["throughput"]["flag"] == "conditions differ" and "overloaded" in rows["throughput"]["note"]
+    assert rows["accuracy_delta"]["flag"] == "regression" and code == 1     # numerics do not depend on load
+    _, out, _ = run_compare(capsys, A[:8], B[:8], "--results", str(tmp_path / "runs"))
+    assert "conditions differ: one ran overloaded (load 3.50 > 2 cores)" in out

@@ -161,3 +161,24 @@ def test_a_traceback_reason_is_shown_by_its_last_line():
                      amp_level="O2")
     table, _ = knob_effects(RecordSet.of([base, crashed]).frame)
     assert table.iloc[0]["status"] == "failed: RuntimeError: boom"
+
+
+def test_measured_conditions_are_tabled_and_mixed_ones_flagged():
+    from msbench.cell import Cell
+    from msbench.records import Metrics, Record
+    from msbench.report.build import conditions_table
+    from msbench.settings import Settings
+
+    def rec(label, load, others):
+        cell = Cell(workload="resnet50", preset="tiny", settings=Settings(seed=len(label)), label=label,
+                    target="mindspore:cpu")
+        return Record(cell=cell, status="ok", metrics=Metrics(extra={"conditions": {
+            "cores": 2, "load_before": [load, load, load], "others_during": others, "steal_during": 0.0}}))
+
+    model = Record(cell=Cell(workload="resnet50", preset="tiny", settings=Settings(), target="model:cpu"),
+                   status="ok")
+    table, why = conditions_table([rec("base", 0.2, 0.05), rec("x", 0.3, 0.1), model])
+    assert len(table) == 2 and why is None and set(table["overloaded"]) == {""}
+    table, why = conditions_table([rec("base", 0.2, 0.05), rec("xyz", 4.0, 0.9)])
+    assert "resnet50 xyz against resnet50 base: one ran overloaded (load 4.00 > 2 cores)" in why
+    assert table.loc[1, "overloaded"] == "load 4.00 > 2 cores"

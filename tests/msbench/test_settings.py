@@ -5,7 +5,7 @@ from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_setting
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
-                "devices", "optimizer", "lr_schedule", "seed"]
+                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling"]
 
 
 def test_every_design_knob_is_listed_with_its_fields():

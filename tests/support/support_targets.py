@@ -17,7 +17,7 @@ class ScriptedTarget:
 
     isolate = True
 
-    def __init__(self, delay: str = "0", accuracy: bool = False) -> None:
+    def __init__(self, delay: str = "0", accuracy: bool = False, accuracy_seeds: int = 1) -> None:
         self.name = f"support_targets:{type(self).__name__}"
         self.delay = float(delay)
         self.accuracy = accuracy
@@ -50,15 +50,15 @@ class InlineTarget(ScriptedTarget):
 class SlowInlineTarget(InlineTarget):
     """Inline, 0.4 s a cell: slow enough to interrupt a run midway."""
 
-    def __init__(self, accuracy: bool = False) -> None:
-        super().__init__("0.4", accuracy)
+    def __init__(self, accuracy: bool = False, accuracy_seeds: int = 1) -> None:
+        super().__init__("0.4", accuracy, accuracy_seeds)
 
 
 class SlowScriptedTarget(ScriptedTarget):
     """Isolated, 2 s a cell: a worker is alive whenever the run is interrupted."""
 
-    def __init__(self, accuracy: bool = False) -> None:
-        super().__init__("2", accuracy)
+    def __init__(self, accuracy: bool = False, accuracy_seeds: int = 1) -> None:
+        super().__init__("2", accuracy, accuracy_seeds)
 
 
 class EchoTarget:
@@ -67,7 +67,7 @@ class EchoTarget:
     isolate = False
     name = "support_targets:EchoTarget"
 
-    def __init__(self, accuracy: bool = False) -> None:
+    def __init__(self, accuracy: bool = False, accuracy_seeds: int = 1) -> None:
         self.accuracy = accuracy
 
     def supports(self, cell: Cell) -> str | None:
@@ -96,8 +96,8 @@ class GatedTarget(InlineTarget):
     and holds cells with seed >= 20 until the file $MSBENCH_TEST_GATE exists, so a test can kill a node
     or the driver at a known point. Each cell takes 4 s, so a node can be killed while one runs."""
 
-    def __init__(self, delay: str = "4.0", accuracy: bool = False) -> None:
-        super().__init__(delay, accuracy)
+    def __init__(self, delay: str = "4.0", accuracy: bool = False, accuracy_seeds: int = 1) -> None:
+        super().__init__(delay, accuracy, accuracy_seeds)
 
     def run(self, cell: Cell) -> Record:
         marks, gate = os.environ.get("MSBENCH_TEST_MARKS"), os.environ.get("MSBENCH_TEST_GATE")

@@ -151,3 +151,33 @@ def test_compiles_without_running(toy, scratch):
     ms.set_context(mode=ms.PYNATIVE_MODE)
     for name, value in params_of(step).items():
         np.testing.assert_array_equal(value, before[name])
+
+
+def test_lr_scaling_rules(toy):
+    preset = toy.preset("tiny")
+    big = make_settings({"devices": 4})
+    assert ts.scaled_lr(preset, make_settings({"devices": 4, "lr_scaling": "none"})) == preset.lr
+    assert ts.warmup_steps(preset, big, 100) == min(ts.steps_per_epoch(preset, big), 50) > 0
+    assert ts.warmup_steps(preset, make_settings({"batch_size": max(1, preset.batch_size // 2)}), 100) == 0
+    assert ts.warmup_steps(preset, make_settings({"devices": 4, "lr_scaling": "none"}), 100) == 0
+    assert "warm-up over" in ts.lr_rule(preset, big, 100) and "x 4" in ts.lr_rule(preset, big, 100)
+    assert ts.lr_rule(preset, make_settings({}), 100) == f"preset lr {preset.lr:g}"
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_warm_up_ramps_from_the_preset_rate_to_the_scaled_one(toy, schedule):
+    import mindspore as ms
+
+    preset = toy.preset("tiny")
+    settings = make_settings({"devices": 4, "lr_schedule": schedule})
+    total = 40
+    warm = ts.warmup_steps(preset, settings, total)
+    lr = ts.learning_rate(preset, settings, total)
+    values = [float(lr(ms.Tensor(step, ms.int32)).asnumpy()) for step in (0, warm // 2, warm, total - 1)]
+    peak = ts.scaled_lr(preset, settings)
+    assert values[0] == pytest.approx(preset.lr) and preset.lr < values[1] < peak
+    assert values[2] == pytest.approx(peak, rel=0.05)        # the schedule itself has barely decayed
+    if schedule == "cosine":
+        assert values[3] < 0.1 * peak
+    else:
+        assert values[3] == pytest.approx(peak)
