@@ -102,6 +102,9 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH),
     "seed": {**{k: _apply("ms.set_seed + ds.config.set_seed") for k in REAL_KINDS},
              **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)") for k in MODEL_KINDS}},
+    "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
+                      for k in REAL_KINDS},
+                   **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
 }
 
 # The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
@@ -114,6 +117,7 @@ WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
     "cache": ({"data_format": "mindrecord"},),
     "sink": ({"mode": "graph"},),
     "sink_size": ({"mode": "graph", "sink": True},),
+    "lr_scaling": ({"devices": 8},),
 }
 
 # Representative values of integer knobs (boundaries, the default, a typical value).
@@ -125,6 +129,11 @@ WALK_VALUES: dict[str, tuple[Any, ...]] = {
     "sink_size": (-1, 1, 4),
     "seed": (0, 1, 2**31 - 1),
 }
+
+def _preset_batch(s: Any) -> bool:
+    """The global batch is the preset's own: the learning-rate rule has nothing to scale."""
+    return s.batch_size is None and s.devices == 1 and s.grad_accum == 1
+
 
 _GE = "jit_level=O2 sinks the whole graph through GE, which exists on Ascend only"
 _CPU_O1 = ("jit_level=O1 on CPU: accepted but does no fusion (losses bit-identical to O0); "
@@ -165,6 +174,12 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("sink", MODEL_KINDS, lambda s, f: s.sink and not f.profile_sinks,
             lambda s, f: "sink=true: dataset sink is not available on this profile "
                          "(MindSpore sinks only on Ascend/GPU)"),
+    Refusal("lr_scaling", KINDS, lambda s, f: s.lr_scaling != DEFAULTS["lr_scaling"] and _preset_batch(s),
+            lambda s, f: f"lr_scaling={s.lr_scaling}: the global batch is the preset's (no batch_size, devices or "
+                         "grad_accum set), so there is no scaling to change"),
+    Refusal("lr_scaling", MODEL_KINDS, lambda s, f: s.lr_scaling != DEFAULTS["lr_scaling"] and not f.accuracy,
+            lambda s, f: f"lr_scaling={s.lr_scaling}: predictions do not depend on the learning rate; it changes "
+                         "only the accuracy run (accuracy = true in the matrix)"),
     Refusal("seed", MODEL_KINDS, lambda s, f: s.seed != DEFAULTS["seed"] and not f.accuracy,
             lambda s, f: f"seed={s.seed}: predictions do not depend on the seed; it changes only the accuracy "
                          "run (accuracy = true in the matrix)"),
@@ -195,7 +210,7 @@ def graph_knobs() -> tuple[str, ...]:
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:
 # it recomputes the same activations (tests/workloads/test_train_step.py checks the losses are equal).
 NUMERICS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
-            "lr_schedule", "seed")
+            "lr_schedule", "seed", "lr_scaling")
 
 
 def walk_values(knob: str) -> tuple[Any, ...]:

@@ -34,13 +34,15 @@ CPUS = 2
 def real_signature(s: Settings, device: str) -> dict:
     """What the real target asks MindSpore for: the context plan, what `build_train_step` builds and
     what `make_dataset` configures (workloads/train_step.py, workloads/pipeline.py), and msrun's world."""
-    from workloads.train_step import amp_effective
+    from workloads.registry import get_workload
+    from workloads.train_step import amp_effective, scaled_lr
 
     return {
         "context": asdict(plan_context(s, device, threads=1)),
         "train_step": {"amp": amp_effective(s), "recompute": s.recompute, "optimizer": s.optimizer,
                        "lr_schedule": s.lr_schedule, "micro_batch": s.batch_size, "grad_accum": s.grad_accum,
-                       "loss_scale": s.loss_scale, "devices": s.devices, "seed": s.seed},
+                       "loss_scale": s.loss_scale, "devices": s.devices, "seed": s.seed,
+                       "lr": scaled_lr(get_workload("resnet50").preset("tiny"), s)},
         "dataset": {"prefetch_size": s.prefetch if s.prefetch > 0 else None, "seed": s.seed,
                     "source": s.data_format, "cache": s.cache if s.data_format == "mindrecord" else None,
                     "workers": s.workers},
