@@ -117,7 +117,7 @@ WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
     "cache": ({"data_format": "mindrecord"},),
     "sink": ({"mode": "graph"},),
     "sink_size": ({"mode": "graph", "sink": True},),
-    "lr_scaling": ({"devices": 8},),
+    "lr_scaling": ({}, {"devices": 8}),
 }
 
 # Representative values of integer knobs (boundaries, the default, a typical value).
