@@ -191,20 +191,21 @@ def test_a_full_disk_for_the_cache_is_one_line(tmp_path, monkeypatch):
 
 # --- cache entries and locks ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("junk", [b"{}", b"[]", b"\x00\xff\xfe binary", b'{"seconds_per_sample": -1}', b"nul"])
+@pytest.mark.parametrize("junk", [b"{}", b"[]", b"\x00\xff\xfe binary", b'{"seconds": -1, "bytes": 3}', b"nul"])
 def test_a_malformed_cache_entry_is_recomputed(tmp_path, monkeypatch, junk):
-    from hardware.model.host_cost import valid_entry
-    from msbench.cache import cache_dir, cache_get, cached
+    """An entry that does not match its kind's schema is a miss, computed again and replaced (the host cost,
+    once a cache entry, is now a calibration file whose bad values are refused: tests/hardware/test_host_cost.py)."""
+    from msbench.cache import cache_dir, cache_get, cached, positive_finite
 
+    valid = positive_finite("seconds", "bytes")
     monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path))
-    good = {"seconds_per_sample": 0.002, "bytes_per_sample": 3072, "host_cores": 2, "cpu_model": "x",
-            "batch_size": 8, "segments_s_per_sample": [0.002], "samples_timed": 64, "key": "k"}
-    (cache_dir("host_cost") / "k.json").write_bytes(junk)
-    assert cache_get("host_cost", "k", valid_entry) is None
-    entry, hit = cached("host_cost", "k", lambda: good, validate=valid_entry)
+    good = {"seconds": 0.002, "bytes": 3072}
+    (cache_dir("demo") / "k.json").write_bytes(junk)
+    assert cache_get("demo", "k", valid) is None
+    entry, hit = cached("demo", "k", lambda: good, validate=valid)
     assert (entry, hit) == (good, False)
-    assert cache_get("host_cost", "k", valid_entry) == good                  # replaced on disk
-    assert not valid_entry({**good, "seconds_per_sample": float("nan")})
+    assert cache_get("demo", "k", valid) == good                  # replaced on disk
+    assert not valid({**good, "seconds": float("nan")})
 
 
 @pytest.mark.parametrize("junk", [b"{}", b"[]", b'{"ops": 3}', b"\xff"])
