@@ -92,14 +92,6 @@ def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
         raise UserError(f"cannot write the cache entry {path}: {why} (free space or set ${CACHE_ENV})") from None
 
 
-def positive_finite(*names: str) -> Validator:
-    """A validator: each named field is a finite number > 0 (e.g. a measured cost)."""
-    def check(entry: dict[str, Any]) -> bool:
-        return all(isinstance(entry[n], (int, float)) and not isinstance(entry[n], bool)
-                   and math.isfinite(entry[n]) and entry[n] > 0 for n in names)
-    return check
-
-
 def lock_holder(path: Path) -> int | None:
     """The PID holding a flock on `path`, from /proc/locks (Linux); None when unknown."""
     try:

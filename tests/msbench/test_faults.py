@@ -4,6 +4,7 @@ entries and locks. Each test starts what it needs (processes, a tmpfs) and remov
 import errno
 import fcntl
 import json
+import math
 import os
 import shlex
 import signal
@@ -195,9 +196,12 @@ def test_a_full_disk_for_the_cache_is_one_line(tmp_path, monkeypatch):
 def test_a_malformed_cache_entry_is_recomputed(tmp_path, monkeypatch, junk):
     """An entry that does not match its kind's schema is a miss, computed again and replaced (the host cost,
     once a cache entry, is now a calibration file whose bad values are refused: tests/hardware/test_host_cost.py)."""
-    from msbench.cache import cache_dir, cache_get, cached, positive_finite
+    from msbench.cache import cache_dir, cache_get, cached
 
-    valid = positive_finite("seconds", "bytes")
+    def valid(entry):                               # a kind's schema: finite costs > 0
+        return all(isinstance(entry[n], (int, float)) and math.isfinite(entry[n]) and entry[n] > 0
+                   for n in ("seconds", "bytes"))
+
     monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path))
     good = {"seconds": 0.002, "bytes": 3072}
     (cache_dir("demo") / "k.json").write_bytes(junk)
