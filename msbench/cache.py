@@ -13,7 +13,6 @@ import fcntl
 import hashlib
 import json
 import errno
-import math
 import os
 import sys
 import time
