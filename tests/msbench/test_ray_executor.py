@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,9 +165,12 @@ def comparable(record) -> dict:
     return data
 
 
-def write_matrix(tmp_path: Path, name: str, text: str) -> Path:
+def write_matrix(tmp_path: Path, name: str, target: str, axis: str, values: list, workloads=("resnet50",)) -> Path:
+    """A matrix of tiny presets on one target, varying one knob."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(textwrap.dedent(text))
+    path.write_text(f'name = "{name}"\ntargets = ["{target}"]\n'
+                    + "".join(f'[[workloads]]\nname = "{w}"\npreset = "tiny"\n' for w in workloads)
+                    + f"[axes]\n{axis} = {json.dumps(values)}\n")
     return path
 
 
@@ -199,15 +201,7 @@ def test_smoke_on_mindspore_cpu_measures_alone_on_the_largest_node(cluster, tmp_
 
 
 def test_npu_cells_go_to_the_npu_node_and_too_many_npus_are_refused(cluster, tmp_path):
-    path = write_matrix(tmp_path, "npus", """
-        name = "npus"
-        targets = ["mindspore:ascend"]
-        [[workloads]]
-        name = "resnet50"
-        preset = "tiny"
-        [axes]
-        devices = [8, 16]
-    """)
+    path = write_matrix(tmp_path, "npus", "mindspore:ascend", "devices", [8, 16])
     cluster.msbench("run", str(path), "--out", str(tmp_path), "--run-id", "npus", timeout=300)  # not left pending
     records = {r.cell.settings.devices: r for r in RunStore(tmp_path / "npus.jsonl").load()}
     npu_node = [label_of(n) for n in cluster.alive() if n["Resources"].get("NPU") == 8.0]
@@ -226,9 +220,7 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
     marks, gate = tmp_path / "marks", tmp_path / "gate"
     marks.mkdir()
     workloads = ["resnet50", "yolov5s", "yolov8n", "yolov8s", "transformer-base", "bert-base"]
-    path = write_matrix(tmp_path, "faults", 'name = "faults"\ntargets = ["support_targets:GatedTarget"]\n'
-                        + "".join(f'[[workloads]]\nname = "{w}"\npreset = "tiny"\n' for w in workloads)
-                        + "[axes]\nseed = [20, 21]\n")
+    path = write_matrix(tmp_path, "faults", "support_targets:GatedTarget", "seed", [20, 21], workloads)
     total = 3 * len(workloads)
     run_file = tmp_path / "runs" / "faults.jsonl"
     cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "faults",
@@ -284,15 +276,7 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
 def test_asv_path_without_an_address_starts_and_stops_a_local_ray(tmp_path):
     """What `msbench nightly --executor ray` hands asv's setup_cache: $MSBENCH_EXECUTOR and no address,
     so benchmarks.evaluate_matrix runs the matrix on a Ray instance of its own, stopped after."""
-    path = write_matrix(tmp_path, "few", """
-        name = "few"
-        targets = ["support_targets:InlineTarget"]
-        [[workloads]]
-        name = "resnet50"
-        preset = "tiny"
-        [axes]
-        seed = [7, 8]
-    """)
+    path = write_matrix(tmp_path, "few", "support_targets:InlineTarget", "seed", [7, 8])
     env = {**os.environ, "MSBENCH_EXECUTOR": "ray", "MSBENCH_MATRIX": str(path), "MSBENCH_TARGET": "support_targets:InlineTarget",
            "MSBENCH_ALLOW_PLUGINS": "support_targets:InlineTarget", "MSBENCH_ASV_RUNS": str(tmp_path / "runs"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
