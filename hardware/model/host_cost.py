@@ -33,7 +33,7 @@ class HostCost:
     data_format: str
     per_sample_s: float                # median seconds per sample, 1 pipeline worker
     per_sample_2_workers_s: float      # the same with 2 workers
-    python_per_sample_s: float         # of the 1-worker time: inside Python callables (GIL-serial)
+    python_per_sample_s: float         # of the 1-worker time: inside Python callables (recorded; not the serial part)
     bytes_per_sample: int              # one sample as the pipeline yields it (host -> device copy)
     calibration_hash: str              # sha256 of the calibration file
 

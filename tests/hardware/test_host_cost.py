@@ -68,7 +68,7 @@ def test_scaling_law_meets_both_measurements_and_never_speeds_up_past_the_serial
     e = Entry(one, two, python)
     assert per_sample_seconds(1, e) == one and per_sample_seconds(2, e) == pytest.approx(two)
     serial = serial_per_sample_s(e)
-    assert serial >= min(python, two)                       # Python stages never run in parallel threads
+    assert serial == pytest.approx(min(two, max(2 * two - one, 0.0)))   # what the two points imply, in [0, t2]
     times = [per_sample_seconds(w, e) for w in range(2, 65)]
     assert all(a >= b for a, b in zip(times, times[1:]))    # more workers never cost more
     assert times[-1] >= serial                              # Amdahl's floor
