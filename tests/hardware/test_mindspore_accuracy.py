@@ -84,13 +84,3 @@ def test_a_full_size_batch_is_a_ratio_for_the_tiny_accuracy_run():
     assert batch("full", {"batch_size": full}) == tiny
     assert batch("full", {"batch_size": 2 * full}) == 2 * tiny
     assert batch("tiny", {"batch_size": 8}) == 8
-
-
-def test_compile_cache_is_shared_by_seeds_only(toy_cell, private_cache):
-    from hardware.mindspore.accuracy import compile_cache_path, seed_cells
-
-    seeds = seed_cells(toy_cell(seed=4), 3)
-    assert [c.settings.seed for c in seeds] == [4, 5, 6]
-    assert len({compile_cache_path(c) for c in seeds}) == 1
-    assert compile_cache_path(toy_cell(amp_level="O2")) != compile_cache_path(toy_cell())
-    assert compile_cache_path(toy_cell(mode="pynative", workers=2)) == compile_cache_path(toy_cell())
