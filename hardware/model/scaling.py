@@ -74,11 +74,28 @@ def scale_batch(g1: OpGraph, g2: OpGraph, batch: int) -> OpGraph | None:
         return None
     ops = [scale_op(x, y, b1, b2, batch) for x, y in zip(g1.ops, g2.ops)]
     activation = affine(g1.activation_bytes, g2.activation_bytes, b1, b2, batch)
-    if None in ops or activation is None:
+    kept = scale_kept(g1.meta, g2.meta, b1, b2, batch)
+    if None in ops or activation is None or kept is None:
         return None
-    meta = recount({**g1.meta, "scaled_from_batches": [b1, b2]}, ops)  # type: ignore[arg-type]
+    meta = recount({**g1.meta, "scaled_from_batches": [b1, b2], "kept_activations": kept}, ops)  # type: ignore[arg-type]
     return dataclasses.replace(g1, batch_size=batch, ops=tuple(ops), activation_bytes=activation,  # type: ignore[arg-type]
                                meta=meta)
+
+
+def scale_kept(m1: dict[str, Any], m2: dict[str, Any], x1: int, x2: int, x: int) -> list[list[Any]] | None:
+    """The extraction's `kept_activations` ([producer, output, readers, tensors, bytes, elements]) at `x`:
+    tensors, bytes and elements affine in the batch or the depth, like `activation_bytes` (memory.py's
+    bitmask accounting reads them). None when the two extractions keep different kinds of tensor."""
+    k1, k2 = m1.get("kept_activations") or [], m2.get("kept_activations") or []
+    if [e[:3] for e in k1] != [e[:3] for e in k2]:
+        return None
+    out = []
+    for e1, e2 in zip(k1, k2):
+        values = [affine(int(a), int(b), x1, x2, x) for a, b in zip(e1[3:], e2[3:])]
+        if None in values:
+            return None
+        out.append([*e1[:3], *values])
+    return out
 
 
 def recount(meta: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
@@ -139,7 +156,9 @@ def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
     counts = {k: affine(getattr(g1, k), getattr(g2, k), d1, d2, depth)
               for k in ("param_count", "param_bytes", "activation_bytes")}
     state = affine(int(g1.meta.get("state_bytes", 0)), int(g2.meta.get("state_bytes", 0)), d1, d2, depth)
-    if None in counts.values() or state is None:
+    kept = scale_kept(g1.meta, g2.meta, d1, d2, depth)
+    if None in counts.values() or state is None or kept is None:
         return None
-    meta = recount({**g2.meta, "scaled_from_depths": list(REFERENCE_DEPTHS), "state_bytes": state}, out)
+    meta = recount({**g2.meta, "scaled_from_depths": list(REFERENCE_DEPTHS), "state_bytes": state,
+                    "kept_activations": kept}, out)
     return dataclasses.replace(g2, ops=tuple(out), meta=meta, **counts)  # type: ignore[arg-type]
