@@ -67,7 +67,8 @@ class MatrixUnit:
 
 @dataclass(frozen=True)
 class VectorUnit:
-    """The Vector unit (elementwise, reductions, norms). `efficiency` is indexed by output elements."""
+    """The Vector unit (elementwise, reductions, norms). `efficiency` is indexed by the elements of the
+    largest tensor a kernel streams (compute.vector_work_elements)."""
 
     cores: int
     tflops_fp16: float
