@@ -1,4 +1,4 @@
-"""A cell of the matrix: (workload, preset, preset overrides, settings, target), with a stable id."""
+"""A cell of the matrix: (workload, preset, preset overrides, settings, target, scenario), with a stable id."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from msbench.scenario import DEFAULT_SCENARIO, check_scenario
 from msbench.settings import Settings, recorded_settings
 
 
@@ -25,15 +26,23 @@ class Cell:
     settings: Settings = field(default_factory=Settings)
     target: str = "model:ascend910b"
     label: str = "base"
+    scenario: str = DEFAULT_SCENARIO     # train | inference (msbench.scenario)
+
+    def __post_init__(self) -> None:
+        check_scenario(self.scenario, f"cell {self.workload}")
 
     def key(self) -> dict[str, Any]:
-        return {
+        """The identity; `scenario` only when it is not `train`, so every training cell keeps its old id."""
+        key = {
             "workload": self.workload,
             "preset": self.preset,
             "overrides": dict(sorted(self.overrides.items())),
             "settings": self.settings.non_default(),
             "target": self.target,
         }
+        if self.scenario != DEFAULT_SCENARIO:
+            key["scenario"] = self.scenario
+        return key
 
     @property
     def id(self) -> str:
@@ -53,11 +62,12 @@ class Cell:
             settings=recorded_settings(data.get("settings", {})),
             target=data.get("target", "model:ascend910b"),
             label=data.get("label", "base"),
+            scenario=data.get("scenario", DEFAULT_SCENARIO),
         )
 
     def with_target(self, target: str) -> "Cell":
         return Cell(workload=self.workload, preset=self.preset, overrides=self.overrides,
-                    settings=self.settings, target=target, label=self.label)
+                    settings=self.settings, target=target, label=self.label, scenario=self.scenario)
 
     def __hash__(self) -> int:
         return hash(self.id)

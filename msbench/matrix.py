@@ -17,12 +17,13 @@ from typing import Any, Iterator, Mapping
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.names import check_name
+from msbench.scenario import DEFAULT_SCENARIO, check_scenario, scenario_refusal
 from msbench.settings import DEFAULTS, check_value, make_settings, recorded_settings
 from msbench.targets import check_target_name
 
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "workloads", "base", "axes",
-            "exclude", "include", "baseline"}
+            "exclude", "include", "baseline", "scenario", "profile"}
 DEFAULT_ACCURACY_SEEDS = 3     # tiny-preset accuracy runs per cell unless `accuracy_seeds` says otherwise
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
@@ -104,6 +105,8 @@ class Matrix:
     include: tuple[Mapping[str, Any], ...] = ()
     baseline: Mapping[str, Any] = field(default_factory=dict)
     accuracy_seeds: int = DEFAULT_ACCURACY_SEEDS     # tiny-preset runs per accuracy, seeds seed, seed + 1, ...
+    scenario: str = DEFAULT_SCENARIO                 # train | inference, for every cell (msbench.scenario)
+    profile: bool = False                            # real targets: MindSpore's Profiler over extra steps
 
     def expand(self, max_cells: int = MAX_CELLS) -> Expansion:
         """Every cell with its status; more than `max_cells` candidate cells is refused before any is built."""
@@ -153,13 +156,17 @@ class Matrix:
         diff = {k: v for k, v in sorted(values.items()) if baseline_values.get(k, DEFAULTS[k]) != v}
         diff.update({k: DEFAULTS[k] for k in baseline_values if k not in values and baseline_values[k] != DEFAULTS[k]})
         label = ",".join(f"{k}={_text(v)}" for k, v in sorted(diff.items())) or "base"
-        common = dict(workload=wl.name, preset=wl.preset, overrides=dict(wl.overrides), target=target, label=label)
+        common = dict(workload=wl.name, preset=wl.preset, overrides=dict(wl.overrides), target=target, label=label,
+                      scenario=self.scenario)
         try:
             cell = Cell(settings=make_settings(values), **common)
         except ConfigError as err:
             # Keep the invalid cell visible, identified by its raw values.
             cell = _invalid_cell(values, common)
             return Entry(cell, "invalid", str(err), baseline)
+        refused = scenario_refusal(cell.settings, cell.scenario)
+        if refused:
+            return Entry(cell, "invalid", refused, baseline)
         for i, rule in enumerate(self.exclude):
             if _matches(rule, cell):
                 return Entry(cell, "excluded", f"exclude rule #{i + 1} {dict(rule)}", baseline)
@@ -229,6 +236,11 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
     if strategy not in STRATEGIES:
         raise ConfigError("strategy", strategy, "|".join(STRATEGIES), where)
     accuracy = _typed(data, "accuracy", bool, False, where, "true|false (a TOML boolean, not a string)")
+    scenario = check_scenario(data.get("scenario", DEFAULT_SCENARIO), where)
+    if accuracy and scenario != DEFAULT_SCENARIO:
+        raise ConfigError("accuracy", accuracy, f"false under scenario={scenario!r} (accuracy is that of a tiny "
+                          "training run; an inference cell trains nothing)", where)
+    profile = _typed(data, "profile", bool, False, where, "true|false (a TOML boolean, not a string)")
     workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]") for i, w in enumerate(_tables(data, "workloads", where)))
     if not workloads:
         raise ConfigError("workloads", [], "at least one [[workloads]] entry", where)
@@ -264,6 +276,8 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         include=_rules(data, "include", where, workloads, plugins),
         baseline=_knob_table(data.get("baseline", {}), f"{where}: [baseline]", "baseline"),
         accuracy_seeds=_accuracy_seeds(data.get("accuracy_seeds", DEFAULT_ACCURACY_SEEDS), where),
+        scenario=scenario,
+        profile=profile,
     )
 
 

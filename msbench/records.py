@@ -81,6 +81,11 @@ class Metrics:
     bound: str | None = None                    # compute|memory|host|data|comm
     mfu: float | None = None
     breakdown: dict[str, float] = field(default_factory=dict)   # seconds per component
+    # scenario=inference: seconds per forward call at the cell's batch size, {"p50", "p90", "p99"}
+    latency_s: dict[str, float] = field(default_factory=dict)
+    # per-op time of a step: measured (MindSpore's Profiler, `--profile`) or predicted (the device model);
+    # see hardware/mindspore/profiling.py for its keys
+    op_profile: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

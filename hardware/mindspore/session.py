@@ -35,6 +35,7 @@ class SessionResult:
     global_samples: int = 0                 # samples per optimizer update, all devices
     memory: memory.MemoryReport | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    op_profile: dict[str, Any] = field(default_factory=dict)    # the Profiler pass's summary (profile_dir set)
 
 
 def is_mindspore_oom(err: BaseException) -> bool:
@@ -71,9 +72,12 @@ def step_driver(plan: ContextPlan, cell: Any, data: Any) -> tuple[Callable[[], t
 
 
 def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0, world: int = 1,
-                stop: Callable[..., str | None] = stop_reason, context_applied: bool = False) -> SessionResult:
+                stop: Callable[..., str | None] = stop_reason, context_applied: bool = False,
+                profile_dir: Path | None = None) -> SessionResult:
     """Build, measure and probe memory for `cell` on `device` in this process. A data-parallel rank
-    passes its agreed `stop` rule and sets the context itself (before the collective's `init()`)."""
+    passes its agreed `stop` rule and sets the context itself (before the collective's `init()`).
+    With `profile_dir`, the memory pass after the measured steps runs under MindSpore's full Profiler
+    (hardware/mindspore/profiling.py), whose output stays there."""
     from workloads.train_step import build_train_step
 
     plan = plan_context(cell.settings, device)
@@ -95,8 +99,14 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
             memory.device_counters_reset()
         measurement = measure_steps(fetch, run_step, config, stop=stop)
         device_peak = memory.device_max_allocated() if plan.device_memory_counters else None
-    pool_peak = None
-    if not plan.device_memory_counters and config.memory_profile_steps:
+    pool_peak, op_profile = None, {}
+    if profile_dir is not None:
+        from hardware.mindspore.profiling import profile_pass
+
+        profiled = profile_pass(lambda: run_step(*fetch()).asnumpy(), profile_dir, device)
+        op_profile = profiled.summary
+        pool_peak = None if plan.device_memory_counters else profiled.pool_peak
+    elif not plan.device_memory_counters and config.memory_profile_steps:
         pool_peak = memory.profiled_pool_peak(lambda: run_step(*fetch()).asnumpy(), config.memory_profile_steps,
                                               Path(tempfile.mkdtemp(prefix=f"profile-rank{rank}-", dir=".")))
     extra.update(amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
@@ -106,4 +116,4 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
                          global_samples=step.global_samples,
                          memory=memory.report(rss=rss, params=memory.parameter_bytes(step.cell), pool_peak=pool_peak,
                                               device_peak=device_peak),
-                         extra=extra)
+                         extra=extra, op_profile=op_profile)

@@ -22,6 +22,7 @@ from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
 from msbench.cell import Cell
 from msbench.errors import ConfigError
+from msbench.scenario import scenario_refusal
 from msbench.records import Metrics, Record, StepStats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,15 +38,16 @@ class MindSporeTarget:
     isolate = True
 
     def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None) -> None:
         self.device = check_device(device)
+        self.profile_dir = profile_dir      # `--profile` / matrix `profile = true`: the Profiler's output root
         self.name = f"mindspore:{device}"
         self.accuracy = accuracy
         self.accuracy_seeds = accuracy_seeds
         self.config = config or MeasureConfig.from_env()
 
     def supports(self, cell: Cell) -> str | None:
-        reason = unsupported_reason(cell.settings, self.device)
+        reason = scenario_refusal(cell.settings, cell.scenario) or unsupported_reason(cell.settings, self.device)
         if reason is None and cell.settings.cache and not cache_binary().exists():
             reason = f"cache=true needs MindSpore's dataset-cache server binary ({cache_binary()} is missing)"
         return reason
@@ -69,10 +71,17 @@ class MindSporeTarget:
             return Record(cell=cell, status="unsupported", reason=reason)
         try:
             with self._dataset_cache(cell):
-                if cell.settings.devices > 1:
+                if cell.scenario == "inference":
+                    from hardware.mindspore.inference import run_inference
+
+                    record = run_inference(cell, self.device, self.config, self.cell_profile_dir(cell))
+                elif cell.settings.devices > 1:
                     from hardware.mindspore.distributed import run_distributed
 
                     record = run_distributed(cell, self.device, self.config)
+                    if self.profile_dir:
+                        record.metrics.op_profile = {"reason": "not profiled: the Profiler runs on one-device cells "
+                                                               "only (msrun ranks are not profiled)"}
                 else:
                     record = self._run_local(cell)
         except Exception as err:  # noqa: BLE001 - only MindSpore's OOM is turned into a record here
@@ -120,6 +129,10 @@ class MindSporeTarget:
                           peak_memory_bytes=peak.peak_memory_bytes, peak_memory_source=peak.peak_memory_source,
                           peak_memory_detail=peak.peak_memory_detail, compile_time_s=compile_s,
                           breakdown={"data_wait": data_s, "compute": max(0.0, median - data_s)}, extra=extra)
+        if cell.scenario == "inference":       # percentiles of every process's calls
+            from hardware.mindspore.inference import latency_percentiles
+
+            metrics = replace(metrics, latency_s=latency_percentiles(stats.samples))
         with_accuracy = next((r for r in records if r.metrics.accuracy is not None), None)
         if with_accuracy is not None:
             metrics = replace(metrics, accuracy=with_accuracy.metrics.accuracy,
@@ -127,10 +140,14 @@ class MindSporeTarget:
             metrics.extra["accuracy_run"] = with_accuracy.metrics.extra.get("accuracy_run")
         return Record(cell=cell, status="ok", metrics=metrics)
 
+    def cell_profile_dir(self, cell: Cell) -> Path | None:
+        """Where this cell's Profiler output goes (None: not profiled)."""
+        return Path(self.profile_dir) / cell.id if self.profile_dir else None
+
     def _run_local(self, cell: Cell) -> Record:
         from hardware.mindspore.session import run_session
 
-        result = run_session(cell, self.device, self.config)
+        result = run_session(cell, self.device, self.config, profile_dir=self.cell_profile_dir(cell))
         if result.unsupported:
             return Record(cell=cell, status="unsupported", reason=result.unsupported)
         m = result.measurement
@@ -138,6 +155,7 @@ class MindSporeTarget:
                                compile_s=m.compile_s, global_samples=result.global_samples,
                                step_batch=result.step_batch, memory=result.memory,
                                extra={**result.extra, "steps_per_call": result.steps_per_call, "device": self.device})
+        metrics.op_profile = result.op_profile
         return Record(cell=cell, status="ok", metrics=metrics)
 
 

@@ -1,0 +1,52 @@
+"""Per-op time of one step, one shape for both sides: measured (MindSpore's Profiler on a real run,
+hardware/mindspore/profiling.py) and predicted (the device model's kernels), so that msbench.report.perop
+can set them side by side op type by op type.
+
+The dict (a record's `metrics.op_profile`):
+  source         where the numbers come from
+  steps          steps the numbers are averaged over (1 for a prediction)
+  total_s        seconds of op time per step (sum over `by_type`)
+  by_type        {op type: {"s": seconds per step, "share": of total_s, "calls": launches per step}}
+  top_kernels    the `TOP_KERNELS` longest op instances: {"name", "type", "s", "share"}
+A measured profile also has `dir` (the Profiler's output folder, beside the run's records).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+TOP_KERNELS = 10
+
+
+def op_profile(by_type: Mapping[str, tuple[float, float]], instances: Iterable[tuple[str, str, float]],
+               steps: int, source: str) -> dict[str, Any]:
+    """`by_type`: op type -> (seconds per step, launches per step); `instances`: (name, type, seconds per step)."""
+    total = sum(s for s, _ in by_type.values())
+    share = (lambda s: s / total) if total > 0 else (lambda s: 0.0)
+    top = sorted(instances, key=lambda i: (-i[2], i[0]))[:TOP_KERNELS]
+    return {
+        "source": source, "steps": steps, "total_s": total,
+        "by_type": {t: {"s": s, "share": share(s), "calls": calls}
+                    for t, (s, calls) in sorted(by_type.items(), key=lambda kv: (-kv[1][0], kv[0]))},
+        "top_kernels": [{"name": name, "type": kind, "s": s, "share": share(s)} for name, kind, s in top],
+    }
+
+
+def kernel_type(op_types: Sequence[str]) -> str:
+    """A launched kernel's type: its op's, or Ascend's spelling of a fused group (`FusionOp_A_B`)."""
+    return op_types[0] if len(op_types) == 1 else "FusionOp_" + "_".join(op_types)
+
+
+def predicted_op_profile(kernels: Sequence[Any]) -> dict[str, Any]:
+    """The device model's kernels (hardware.model.compute.Kernel) as an op profile of one step: the
+    device time of each kernel (roofline plus its fixed floor), without dispatch, as the Profiler's op
+    time is the kernel's own execution."""
+    by_type: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    instances = []
+    for k in kernels:
+        kind = kernel_type([op.type for op in k.ops])
+        by_type[kind][0] += k.time_s
+        by_type[kind][1] += 1
+        instances.append((k.ops[0].scope, kind, k.time_s))
+    return op_profile({t: (s, n) for t, (s, n) in by_type.items()}, instances, 1, "model")
