@@ -89,7 +89,7 @@ def cell_from_args(args: argparse.Namespace, target: str):
 
         preset = default_preset(load_profile(target.partition(":")[2]))
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
-                settings=settings, target=target)
+                settings=settings, target=target, scenario=getattr(args, "scenario", "train"))
     from workloads.registry import get_workload
 
     get_workload(cell.workload).preset(cell.preset, cell.overrides)   # refuse a bad preset or field now
@@ -139,11 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also measure the cell with these knobs changed, interleaved with it (A, B, A, B ...)")
     p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                    help="before each measured process, wait up to SECONDS for the machine to be quiet")
+    p.add_argument("--profile", action="store_true",
+                   help="after the measured steps, run MindSpore's Profiler over a few more and add the per-op "
+                        "summary to the record (its output under --profile-dir/<cell id>/)")
+    p.add_argument("--profile-dir", default="results/profiles", help="root of the Profiler's output (with --profile)")
+    p.add_argument("--scenario", default="train", choices=["train", "inference"],
+                   help="train: one optimizer step; inference: one call of the exported forward network")
 
     p = sub.add_parser("predict", help="predict one cell on the device model")
     add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None)
     p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
     p.add_argument("--trace", metavar="FILE", help="also write the predicted step as a Chrome trace (Perfetto)")
+    p.add_argument("--scenario", default="train", choices=["train", "inference"],
+                   help="train: one optimizer step; inference: one forward call of the network")
 
     p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json")
     p.add_argument("what", choices=["host"])

@@ -156,7 +156,8 @@ class Record:
         """One flat row for pandas: cell fields, knobs (all of them), metrics.* and a few provenance keys."""
         row: dict[str, Any] = {
             "cell_id": self.cell.id, "workload": self.cell.workload, "preset": self.cell.preset,
-            "target": self.cell.target, "label": self.cell.label, "status": self.status,
+            "target": self.cell.target, "label": self.cell.label, "scenario": self.cell.scenario,
+            "status": self.status,
             "reason": self.reason, "run_id": self.run_id, "started_at": self.started_at,
             "commit": self.provenance.get("commit"), "profile_hash": self.profile_hash,
             "fingerprint": self.fingerprint,

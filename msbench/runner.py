@@ -191,6 +191,11 @@ def default_run_path(out: Path, matrix_name: str, target: str, shard: tuple[int,
     return out / f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
 
 
+def profile_root(run_path: Path) -> Path:
+    """Where a run's Profiler output goes (absolute: the measuring child works in a scratch folder)."""
+    return run_path.resolve().with_name(f"{run_path.stem}.profiles")
+
+
 def check_out_dir(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out={str(out)!r} is not allowed; allowed: a directory (this is a file)")
@@ -232,6 +237,8 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
     if matrix.accuracy:
         options["accuracy_seeds"] = matrix.accuracy_seeds
+    if matrix.profile:                  # the Profiler's folders beside the run file: <run>.profiles/<cell id>/
+        options["profile_dir"] = str(profile_root(path))
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from pathlib import Path
 
 from msbench.cli import cell_from_args, print_table
 from msbench.records import Record
@@ -23,8 +24,10 @@ def measure_command(args: argparse.Namespace) -> int:
     if args.versus:
         knobs = {**cell.settings.non_default(), **parse_assignments(args.versus)}
         cells.append(replace(cell, settings=make_settings(knobs, where="--versus")))
-    records = run_cells(cells, options={"accuracy": args.accuracy}, timeout=args.timeout,
-                        wait_quiet_s=args.wait_quiet)
+    options: dict[str, object] = {"accuracy": args.accuracy}
+    if args.profile:
+        options["profile_dir"] = str(Path(args.profile_dir).resolve())   # the child works in a scratch folder
+    records = run_cells(cells, options=options, timeout=args.timeout, wait_quiet_s=args.wait_quiet)
     if args.json:
         payload = [r.to_dict() for r in records]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, sort_keys=True, default=str))
@@ -69,4 +72,19 @@ def summary_rows(record: Record) -> list[list[object]]:
         rows.append(["peak memory", f"{m.peak_memory_bytes / 2**20:.1f} MiB ({m.peak_memory_source})"])
     if m.accuracy is not None:
         rows.append([f"accuracy ({m.accuracy_metric})", f"{m.accuracy:.4f}"])
+    for name, seconds in m.latency_s.items():
+        rows.append([f"latency {name}", f"{seconds * 1e3:.4g} ms"])
+    return rows + op_profile_rows(m.op_profile)
+
+
+def op_profile_rows(profile: dict) -> list[list[object]]:
+    """The Profiler summary's lines: where its files are, op time per step, the top op types."""
+    if not profile:
+        return []
+    if "reason" in profile:
+        return [["op profile", profile["reason"]]]
+    rows: list[list[object]] = [["op profile", profile.get("dir", profile["source"])],
+                                ["op time per step", f"{profile['total_s'] * 1e3:.4g} ms over {profile['steps']} steps"]]
+    for op_type, entry in list(profile["by_type"].items())[:5]:
+        rows.append([f"  {op_type}", f"{entry['s'] * 1e3:.4g} ms ({entry['share']:.1%}, {entry['calls']:g} calls)"])
     return rows

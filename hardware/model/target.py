@@ -20,6 +20,7 @@ from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
+from msbench.scenario import scenario_refusal
 from msbench.settings import Settings
 
 
@@ -59,12 +60,16 @@ def cell_graph(workload: str, preset: str, overrides: Mapping[str, Any], setting
 
 
 def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
-                 profile_name: str) -> CellPrediction:
+                 profile_name: str, scenario: str = "train") -> CellPrediction:
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
     host = host_cost(workload, preset, overrides, settings.data_format)     # the calibration file, no probe
     graph = cell_graph(workload, preset, overrides, settings, profile)
+    if scenario == "inference":
+        from hardware.model.inference import predict_inference
+
+        return CellPrediction(predict_inference(graph, settings, profile, host), graph, profile)
     return CellPrediction(predict(graph, settings, profile, host), graph, profile)
 
 
@@ -89,12 +94,15 @@ class ModelTarget:
     parallel_cells = min(2, os.cpu_count() or 1)
 
     def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
         self.trace_dir = trace_dir                    # `msbench run --trace-dir`: one trace per cell
         self.accuracy_seeds = accuracy_seeds          # tiny-preset runs per accuracy (msbench matrix key)
+        # `profile = true` in a matrix: the record gets the predicted per-op times (metrics.op_profile), the
+        # model's side of the real target's Profiler summary; nothing is written under profile_dir
+        self.op_profile = profile_dir is not None
 
     @property
     def kind(self) -> str:
@@ -106,7 +114,7 @@ class ModelTarget:
                      host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks)
 
     def supports(self, cell: Cell) -> str | None:
-        return refusal(cell.settings, self.kind, self.facts())
+        return scenario_refusal(cell.settings, cell.scenario) or refusal(cell.settings, self.kind, self.facts())
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability
@@ -122,12 +130,20 @@ class ModelTarget:
         return fingerprint("model", files_digest(sources), self.profile.digest, calibration, mindspore_version())
 
     def run(self, cell: Cell) -> Record:
-        result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
+        result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name,
+                              cell.scenario)
         marked = result.graph.meta.get("recomputed_blocks")
         reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
         if reason:     # known only once the graph is extracted, as on the real target once the step is built
             return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())
+        if cell.scenario == "inference":
+            metrics.latency_s = {"p50": metrics.step_time_s}     # a prediction has no spread: its one value
+        if self.op_profile and result.prediction.parts is not None:
+            from hardware.model.op_times import predicted_op_profile
+            from hardware.model.predict import canonical
+
+            metrics.op_profile = canonical(predicted_op_profile(result.prediction.parts.kernels))
         if self.trace_dir:
             from hardware.model.trace import trace_title, write_trace
 

@@ -12,7 +12,7 @@ from msbench.asv_results import load_results
 from msbench.compare import FLAG_ORDER
 from msbench.conditions import mixed, of_record, overloaded
 from msbench.records import Record
-from msbench.report import best, claims, diff, effects, plots, tradeoffs
+from msbench.report import best, claims, diff, effects, latency, perop, plots, tradeoffs
 from msbench.report.frame import GIB, brief, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
 from msbench.report.section import Figure, Section, Table
@@ -255,9 +255,36 @@ def cells_section(frame: pd.DataFrame) -> Section:
                    tables=(Table("Cells", shown[columns]),), anchor="cells")
 
 
+def perop_section(records: Sequence[Record]) -> Section:
+    types, notes = perop.by_op_type(records)
+    classes = perop.by_op_class(records)
+    if types.empty:
+        notes.append("no profiled real cell: run `msbench measure WORKLOAD --profile`, or a matrix with profile = true "
+                     "on mindspore:cpu and model:cpu for the comparison")
+    intro = ("Measured: MindSpore's Profiler over a few steps after the timed ones (its overhead is not in the step "
+             "times). Predicted: the device model's kernel times of the same cell on the paired profile "
+             "(mindspore:cpu ↔ model:cpu), without dispatch. Error = predicted / measured − 1 of the op time per step.")
+    return Section("7. Per-op profile", intro, tuple(notes),
+                   (Table("Longest kernels (measured)", perop.top_kernels(records), links=("cell_id",)),
+                    Table("Per op type: measured share and the model's error", types, links=("cell_id", "model_cell_id")),
+                    Table("Per op class", classes, links=("cell_id", "model_cell_id"))), anchor="perop")
+
+
+def latency_section(records: Sequence[Record], options: Options) -> Section:
+    table = latency.latency_table(records)
+    notes = [] if not table.empty else ["no inference cells: run matrices/inference.toml"]
+    figures = drawn(options, "p50 latency against batch size per chip", lambda: latency.latency_plot(table))
+    intro = ("scenario = inference: one call of the exported forward network (real target: MindIR through "
+             "mindspore.load + nn.GraphCell; device model: the forward kernels only). Percentiles over the measured "
+             "calls; a prediction has one value (p50). These cells are left out of sections 1-4.")
+    return Section("6. Inference latency", intro, tuple(notes),
+                   (Table("Latency per batch size", table, links=("cell_id",)),), tuple(figures), "latency")
+
+
 def build_report(inputs: Inputs, options: Options) -> list[Section]:
     sides = choose_sides(inputs, options.baselines)
     frame = sides.now.frame
-    return [inputs_section(inputs, sides, options), effects_section(frame, options), tradeoffs_section(frame, options),
-            best_section(frame, options), claims_section(frame, options), diff_section(sides, options),
-            cells_section(frame)]
+    train = frame[frame["scenario"] != "inference"] if "scenario" in frame.columns else frame
+    return [inputs_section(inputs, sides, options), effects_section(train, options), tradeoffs_section(train, options),
+            best_section(train, options), claims_section(train, options), diff_section(sides, options),
+            latency_section(sides.now.records, options), perop_section(sides.now.records), cells_section(frame)]
