@@ -281,10 +281,15 @@ def latency_section(records: Sequence[Record], options: Options) -> Section:
                    (Table("Latency per batch size", table, links=("cell_id",)),), tuple(figures), "latency")
 
 
+def training_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows sections 1-4 compare: training cells (an inference cell's 'step' is one forward call)."""
+    return frame[frame["scenario"] != "inference"] if "scenario" in frame.columns else frame
+
+
 def build_report(inputs: Inputs, options: Options) -> list[Section]:
     sides = choose_sides(inputs, options.baselines)
     frame = sides.now.frame
-    train = frame[frame["scenario"] != "inference"] if "scenario" in frame.columns else frame
+    train = training_frame(frame)
     return [inputs_section(inputs, sides, options), effects_section(train, options), tradeoffs_section(train, options),
             best_section(train, options), claims_section(train, options), diff_section(sides, options),
             latency_section(sides.now.records, options), perop_section(sides.now.records), cells_section(frame)]
