@@ -23,7 +23,7 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
     from hardware.model.target import predict_cell
 
     profile = cell.target.partition(":")[2]
-    result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile, cell.scenario)
+    result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile, scenario=cell.scenario)
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}

@@ -60,7 +60,7 @@ def cell_graph(workload: str, preset: str, overrides: Mapping[str, Any], setting
 
 
 def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
-                 profile_name: str, scenario: str = "train") -> CellPrediction:
+                 profile_name: str, *, scenario: str = "train") -> CellPrediction:
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
@@ -131,7 +131,7 @@ class ModelTarget:
 
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name,
-                              cell.scenario)
+                              scenario=cell.scenario)
         marked = result.graph.meta.get("recomputed_blocks")
         reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
         if reason:     # known only once the graph is extracted, as on the real target once the step is built

@@ -188,7 +188,7 @@ def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(mon
 
     profile = PROFILES["model:npu"]
 
-    def fake_predict_cell(workload, preset, overrides, settings, profile_name, marked=0):
+    def fake_predict_cell(workload, preset, overrides, settings, profile_name, marked=0, *, scenario="train"):
         graph = dataclasses.replace(GRAPH, meta={**GRAPH.meta, "recomputed_blocks": marked})
         return model_target.CellPrediction(predict(graph, settings, profile, HOST), graph, profile)
 
@@ -196,7 +196,7 @@ def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(mon
     cell = Cell(workload="resnet50", settings=make_settings({"recompute": "selective"}))
     record = ModelTarget("ascend910b").run(cell)
     assert record.status == "unsupported" and "marks no blocks to recompute" in record.reason
-    monkeypatch.setattr(model_target, "predict_cell", lambda *a: fake_predict_cell(*a, marked=4))
+    monkeypatch.setattr(model_target, "predict_cell", lambda *a, **kw: fake_predict_cell(*a, marked=4, **kw))
     assert ModelTarget("ascend910b").run(cell).status == "ok"
 
 
