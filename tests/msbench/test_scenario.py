@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import textwrap
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,9 @@ from msbench.errors import ConfigError
 from msbench.matrix import load_matrix
 from msbench.scenario import INFERENCE_KNOBS, scenario_refusal
 from msbench.settings import make_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_matrix import write  # noqa: E402
 
 
 def test_training_cells_keep_the_ids_main_gave_them():
@@ -50,12 +54,6 @@ def test_knobs_of_the_forward_network_are_allowed_under_inference():
     settings = make_settings({"mode": "graph", "jit_level": "O1", "amp_level": "O2", "batch_size": 4, "seed": 7})
     assert set(settings.non_default()) <= set(INFERENCE_KNOBS)
     assert scenario_refusal(settings, "inference") is None
-
-
-def write(tmp_path, text):
-    path = tmp_path / "m.toml"
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 MATRIX = """
