@@ -156,6 +156,8 @@ class Matrix:
         diff = {k: v for k, v in sorted(values.items()) if baseline_values.get(k, DEFAULTS[k]) != v}
         diff.update({k: DEFAULTS[k] for k in baseline_values if k not in values and baseline_values[k] != DEFAULTS[k]})
         label = ",".join(f"{k}={_text(v)}" for k, v in sorted(diff.items())) or "base"
+        if self.scenario != DEFAULT_SCENARIO:        # labels name asv parameters and pair records: keep them apart
+            label = f"{self.scenario}:{label}"
         common = dict(workload=wl.name, preset=wl.preset, overrides=dict(wl.overrides), target=target, label=label,
                       scenario=self.scenario)
         try:

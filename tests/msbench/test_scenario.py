@@ -74,6 +74,8 @@ def test_an_inference_matrix_gives_inference_cells_and_marks_training_knobs_inva
     exp = load_matrix(write(tmp_path, MATRIX.format(extra="profile = true", axis='optimizer = ["momentum", "adam"]'))).expand()
     assert exp.matrix.profile is True
     assert {e.cell.scenario for e in exp.entries} == {"inference"}
+    assert {e.cell.label for e in exp.entries if e.status == "ok"} == {"inference:base", "inference:batch_size=1",
+                                                                     "inference:batch_size=4"}
     invalid = [e for e in exp.entries if e.status == "invalid"]
     assert invalid and all(e.cell.settings.optimizer == "adam" and "optimizer='adam'" in e.reason for e in invalid)
     assert all(e.cell.settings.optimizer == "momentum" for e in exp.entries if e.status == "ok")
