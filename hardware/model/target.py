@@ -143,7 +143,8 @@ class ModelTarget:
             from hardware.model.op_times import predicted_op_profile
             from hardware.model.predict import canonical
 
-            metrics.op_profile = canonical(predicted_op_profile(result.prediction.parts.kernels))
+            parts = result.prediction.parts
+            metrics.op_profile = canonical(predicted_op_profile(parts.kernels, parts.slots))
         if self.trace_dir:
             from hardware.model.trace import trace_title, write_trace
 

@@ -6,7 +6,8 @@ per-op summary of hardware/mindspore/profiling.py; a `model:<profile>` record of
 A measured cell on `mindspore:cpu` is paired with the `model:cpu` record of the same cell (same id but
 for the target). Op types are matched by name (both sides are the CPU backend's kernels) and grouped by
 hardware.model.opclass's classes, the ones the model's efficiencies are fitted per.
-Error = predicted / measured - 1 of the op time per step.
+Error = predicted / measured - 1 of the op time per step; `error_with_dispatch` counts each predicted
+kernel with its dispatch (on the CPU the host that dispatches is the one that computes).
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ def type_rows(record: Record, predicted: Record | None) -> list[dict[str, Any]]:
     rows = []
     for op_type in sorted(set(measured) | set(model), key=lambda t: -measured.get(t, {}).get("s", 0.0)):
         m, p = measured.get(op_type, {}).get("s"), model.get(op_type, {}).get("s")
+        slot = model.get(op_type, {}).get("slot_s")
         rows.append({"workload": record.cell.workload, "preset": record.cell.preset, "scenario": record.cell.scenario,
                      "target": record.cell.target, "op_type": op_type, "op_class": op_class(op_type),
                      "measured_ms": None if m is None else m * 1e3,
                      "measured_share": measured.get(op_type, {}).get("share"),
                      "predicted_ms": None if p is None else p * 1e3, "error": error(p, m),
+                     "predicted_with_dispatch_ms": None if slot is None else slot * 1e3,
+                     "error_with_dispatch": error(slot, m),
                      "cell_id": record.cell_id, "model_cell_id": predicted.cell_id if predicted else None})
     return rows
 
@@ -82,9 +86,10 @@ def by_op_type(records: Sequence[Record]) -> tuple[pd.DataFrame, list[str]]:
         if rest:
             m = sum(r["measured_ms"] or 0.0 for r in rest)
             p = sum(r["predicted_ms"] or 0.0 for r in rest) if predicted else None
+            slot = sum(r["predicted_with_dispatch_ms"] or 0.0 for r in rest) if predicted else None
             shown.append({**rest[0], "op_type": f"other ({len(rest)} types)", "op_class": "", "measured_ms": m,
                           "measured_share": sum(r["measured_share"] or 0.0 for r in rest), "predicted_ms": p,
-                          "error": error(p, m)})
+                          "error": error(p, m), "predicted_with_dispatch_ms": slot, "error_with_dispatch": error(slot, m)})
         rows += shown
     return pd.DataFrame(rows), notes
 
@@ -96,12 +101,15 @@ def by_op_class(records: Sequence[Record]) -> pd.DataFrame:
         predicted = prediction_of(record, records)
         if predicted is None:
             continue
-        frame = pd.DataFrame(type_rows(record, predicted)).fillna({"measured_ms": 0.0, "predicted_ms": 0.0})
-        sums = frame.groupby("op_class")[["measured_ms", "predicted_ms"]].sum()
+        columns = ["measured_ms", "predicted_ms", "predicted_with_dispatch_ms"]
+        frame = pd.DataFrame(type_rows(record, predicted)).fillna({c: 0.0 for c in columns})
+        sums = frame.groupby("op_class")[columns].sum()
         sums.loc["all op time"] = sums.sum()
         for name, row in sums.iterrows():
             rows.append({"workload": record.cell.workload, "preset": record.cell.preset,
                          "scenario": record.cell.scenario, "op_class": name, "measured_ms": row["measured_ms"],
                          "predicted_ms": row["predicted_ms"], "error": error(row["predicted_ms"], row["measured_ms"]),
+                         "predicted_with_dispatch_ms": row["predicted_with_dispatch_ms"],
+                         "error_with_dispatch": error(row["predicted_with_dispatch_ms"], row["measured_ms"]),
                          "cell_id": record.cell_id, "model_cell_id": predicted.cell_id})
     return pd.DataFrame(rows)

@@ -59,10 +59,12 @@ def test_latency_grows_with_the_batch_and_the_prediction_is_deterministic():
 
 def test_the_predicted_op_profile_sums_the_kernels_per_type():
     pred = predict(mlp_step(64, layers=2), GRAPH, CPU, FakeHost())
-    profile = predicted_op_profile(pred.parts.kernels)
+    profile = predicted_op_profile(pred.parts.kernels, pred.parts.slots)
     assert profile["total_s"] == pytest.approx(sum(k.time_s for k in pred.parts.kernels))
     assert profile["by_type"]["MatMul"]["calls"] == 6 and profile["by_type"]["ApplyMomentum"]["calls"] == 2
     assert sum(e["share"] for e in profile["by_type"].values()) == pytest.approx(1.0)
     seconds = [k["s"] for k in profile["top_kernels"]]
     assert seconds == sorted(seconds, reverse=True) and profile["top_kernels"][0]["type"] == "MatMul"
     assert elementwise((4, 4)).type in profile["by_type"]
+    slots = sum(e["slot_s"] for e in profile["by_type"].values())
+    assert slots == pytest.approx(sum(s.slot_s for s in pred.parts.slots)) and slots >= profile["total_s"]

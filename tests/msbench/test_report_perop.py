@@ -21,8 +21,9 @@ from msbench.store import RunStore  # noqa: E402
 
 def profiled(target: str, by_type: dict[str, float], **knobs) -> object:
     rec = record(target=target, thr=100.0, **knobs)
+    slots = {t: s + 0.001 for t, s in by_type.items()} if target.startswith("model:") else None   # 1 ms dispatch
     rec.metrics.op_profile = op_profile({t: (s, 1.0) for t, s in by_type.items()},
-                                        [(f"Default/{t}-op0", t, s) for t, s in by_type.items()], 1, "test")
+                                        [(f"Default/{t}-op0", t, s) for t, s in by_type.items()], 1, "test", slots)
     return rec
 
 
@@ -39,6 +40,7 @@ def test_each_op_type_has_the_models_error_against_the_measurement():
     rows = table.set_index("op_type")
     assert rows.loc["Conv2D", "error"] == pytest.approx(0.030 / 0.040 - 1)
     assert rows.loc["BatchNorm", "error"] == pytest.approx(0.5)
+    assert rows.loc["BatchNorm", "error_with_dispatch"] == pytest.approx(0.016 / 0.010 - 1)
     assert rows.loc["BatchNorm", "op_class"] == "reduction" and rows.loc["Conv2D", "op_class"] == "conv_forward"
     assert pd_isna(rows.loc["ReLU", "predicted_ms"]) and pd_isna(rows.loc["MatMul", "measured_ms"])
     assert rows.loc["Conv2D", "model_cell_id"] == predicted.cell_id
@@ -55,6 +57,7 @@ def test_op_classes_sum_their_types_and_the_whole_op_time():
     assert classes.loc["all op time", "measured_ms"] == pytest.approx(52.0)
     assert classes.loc["all op time", "predicted_ms"] == pytest.approx(46.0)
     assert classes.loc["conv_forward", "error"] == pytest.approx(-0.25)
+    assert classes.loc["all op time", "predicted_with_dispatch_ms"] == pytest.approx(49.0)
 
 
 def test_a_profiled_cell_without_its_prediction_says_so():
