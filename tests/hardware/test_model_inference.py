@@ -68,3 +68,29 @@ def test_the_predicted_op_profile_sums_the_kernels_per_type():
     assert elementwise((4, 4)).type in profile["by_type"]
     slots = sum(e["slot_s"] for e in profile["by_type"].values())
     assert slots == pytest.approx(sum(s.slot_s for s in pred.parts.slots)) and slots >= profile["total_s"]
+
+
+def test_the_model_target_predicts_inference_cells_and_adds_op_times_only_when_profiling(monkeypatch):
+    from hardware.model import target as model_target
+    from msbench.cell import Cell
+    from msbench.settings import make_settings
+
+    seen = []
+
+    def fake_predict_cell(workload, preset, overrides, settings, profile_name, *, scenario="train"):
+        seen.append(scenario)
+        g, profile = mlp_step(32), load_profile(profile_name)
+        run = predict_inference if scenario == "inference" else predict
+        return model_target.CellPrediction(run(g, settings, profile, FakeHost()), g, profile)
+
+    monkeypatch.setattr(model_target, "predict_cell", fake_predict_cell)
+    cell = Cell(workload="resnet50", settings=make_settings({"mode": "graph"}), target="model:cpu", scenario="inference")
+    plain = model_target.ModelTarget("cpu").run(cell)
+    assert seen == ["inference"] and plain.metrics.op_profile == {}
+    assert plain.metrics.latency_s == {"p50": plain.metrics.step_time_s}
+    profiled = model_target.ModelTarget("cpu", profile_dir="unused").run(cell)
+    assert profiled.metrics.op_profile["by_type"]["MatMul"]["calls"] == 4
+    assert profiled.metrics.op_profile["source"] == "model" and "ApplyMomentum" not in profiled.metrics.op_profile["by_type"]
+    adam = Cell(workload="resnet50", settings=make_settings({"optimizer": "adam"}), target="model:cpu",
+                scenario="inference")
+    assert "optimizer='adam'" in model_target.ModelTarget("cpu").supports(adam)

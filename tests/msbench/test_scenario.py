@@ -89,3 +89,9 @@ def test_bad_scenario_keys_are_refused(tmp_path, extra, field):
         text = MATRIX.format(extra="", axis="").replace('scenario = "inference"', extra)
     with pytest.raises(ConfigError, match=f"{field}="):
         load_matrix(write(tmp_path, text))
+
+
+def test_a_profiled_runs_output_goes_beside_its_run_file(tmp_path):
+    from msbench.runner import profile_root
+
+    assert profile_root(tmp_path / "runs" / "perop-cpu.jsonl") == (tmp_path / "runs" / "perop-cpu.profiles").resolve()
