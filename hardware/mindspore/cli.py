@@ -85,6 +85,7 @@ def op_profile_rows(profile: dict) -> list[list[object]]:
         return [["op profile", profile["reason"]]]
     rows: list[list[object]] = [["op profile", profile.get("dir", profile["source"])],
                                 ["op time per step", f"{profile['total_s'] * 1e3:.4g} ms over {profile['steps']} steps"]]
-    for op_type, entry in list(profile["by_type"].items())[:5]:
+    largest = sorted(profile["by_type"].items(), key=lambda kv: -kv[1]["s"])      # records store keys sorted
+    for op_type, entry in largest[:5]:
         rows.append([f"  {op_type}", f"{entry['s'] * 1e3:.4g} ms ({entry['share']:.1%}, {entry['calls']:g} calls)"])
     return rows

@@ -6,7 +6,7 @@ The dict (a record's `metrics.op_profile`):
   source         where the numbers come from
   steps          steps the numbers are averaged over (1 for a prediction)
   total_s        seconds of op time per step (sum over `by_type`)
-  by_type        {op type: {"s": seconds per step, "share": of total_s, "calls": launches per step}}; a
+  by_type        (keys sorted by name once stored) {op type: {"s": seconds per step, "share": of total_s, "calls": launches per step}}; a
                  prediction adds "slot_s": the kernels' time on the step's path with their dispatch
   top_kernels    the `TOP_KERNELS` longest op instances: {"name", "type", "s", "share"}
 A measured profile also has `dir` (the Profiler's output folder, beside the run's records).
