@@ -9,7 +9,11 @@ the profile's workspace and fragmentation; no gradients, optimizer states or acc
 
 Forward BatchNorm is costed as extracted from the training step (batch statistics); the exported
 network normalises with its moving statistics, a little less work, so the forward is an upper
-estimate there. The working set is the largest single kernel's inputs plus outputs: an `estimate`
+estimate there. The round trip is the profile's `launch.step_us`, priced for a training step: on the
+`cpu` profile that constant is fitted on training loops (34.9 ms, with the pipeline's batch fetch and the
+loss read-back), so there it overstates a forward call's overhead (measured here: p50 5.5 ms for a
+whole ResNet-50 tiny call at batch 1, under load); a per-call constant fitted on inference runs is the
+missing input. The working set is the largest single kernel's inputs plus outputs: an `estimate`
 (a lower bound of the live activations; range up to the training step's kept activations).
 """
 
