@@ -1,4 +1,4 @@
-"""Ascend's optimizer kernels for updates the CPU backend composes from elementwise primitives.
+"""Ascend's kernels for the parts of the update step the CPU backend composes from elementwise primitives.
 
 MindSpore's nn.Lamb takes an Ascend-only path (mindspore/nn/optim/lamb.py, `_update_run_op` on
 Ascend; the backend's Lamb fission pass builds the same nodes for the fused primitive): per parameter,
@@ -15,12 +15,18 @@ its Adds carry another layer's debug scope (the CPU backend names a merged node 
 sources), so the span, not the scope, decides membership; the learning-rate schedule, the step
 counter and ops outside the optimizer phase stay. The parameters are read off the generic path's
 Assign kernels: it assigns the first moment, the second moment and the parameter, so each parameter
-shape appears three times. Pure.
+shape appears three times.
+
+The gradient-overflow check of a dynamic loss scale (mindspore.amp.all_finite) is on Ascend one read of
+the device's float-status register (NPUGetFloatStatusV2 + NPUClearFloatStatusV2, runtime tasks rather
+than AI Core kernels; no such kernel in the An et al. AI Core profiles of BERT, which trains with a
+dynamic loss scale); elsewhere it tests every gradient: IsFinite, then all(), a cast and 1 - status,
+four kernels per gradient that the CPU-extracted step holds and an NPU does not run. Pure.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from typing import Sequence
 
 from hardware.model.opgraph import Op, TensorSpec
@@ -97,3 +103,27 @@ def fuse_lamb(ops: Sequence[Op]) -> list[Op]:
     head = list(ops[:members[0]])
     tail = [op for i, op in enumerate(ops) if i > members[0] and i not in dropped]
     return head + fused + tail
+
+
+OVERFLOW_CHAIN = ("ReduceAll", "Cast", "Sub")     # all(), the cast, 1 - status: what follows each IsFinite
+
+
+def gradient_test(op: Op) -> bool:
+    """IsFinite over a gradient (the loss scale's own scalar test stays)."""
+    return (op.type == "IsFinite" and op.phase == "optimizer" and op.fusion_group is None
+            and bool(op.inputs) and op.inputs[0].elements > 1)
+
+
+def float_status_check(ops: Sequence[Op]) -> list[Op]:
+    """The op list without the per-gradient overflow tests (Ascend reads its float-status register)."""
+    out: list[Op] = []
+    chain: deque[TensorSpec] = deque(maxlen=len(OVERFLOW_CHAIN))    # outputs of the tests being dropped
+    for op in ops:
+        if gradient_test(op):
+            chain.extend(op.outputs)
+            continue
+        if op.type in OVERFLOW_CHAIN and op.fusion_group is None and any(t in op.inputs for t in chain):
+            chain.extend(op.outputs)
+            continue
+        out.append(op)
+    return out

@@ -65,3 +65,27 @@ def test_lamb_lowering_is_npu_only_and_costs_less_than_the_generic_update():
 def test_a_step_without_lamb_is_left_alone():
     ops = [o for o in generic_lamb_step() if LAMB not in o.scope or "learning_rate" in o.scope]
     assert fuse_lamb(ops) == ops
+
+
+def overflow_test(shape: tuple[int, ...]) -> list[Op]:
+    """amp.all_finite off Ascend, for one gradient: IsFinite, all(), a cast and 1 - status."""
+    grad, flags, flag = TensorSpec("Float32", shape), TensorSpec("Bool", shape), TensorSpec("Bool", ())
+    count, one = TensorSpec("Int64", ()), TensorSpec("Int64", ())
+
+    def k(kind: str, ins, outs) -> Op:
+        return Op(type=kind, scope="Default", inputs=tuple(ins), outputs=tuple(outs), flops=1,
+                  bytes=sum(t.nbytes for t in (*ins, *outs)), unit="vector", phase="optimizer")
+    return [k("IsFinite", (grad,), (flags,)), k("ReduceAll", (flags,), (flag,)), k("Cast", (flag,), (count,)),
+            k("Sub", (one, count), (count,))]
+
+
+def test_the_overflow_check_reads_the_float_status_not_every_gradient():
+    scale = TensorSpec("Float32", ())
+    keep = Op(type="IsFinite", scope="Default", inputs=(scale,), outputs=(TensorSpec("Bool", ()),), flops=1,
+              bytes=5, unit="vector", phase="optimizer")               # the loss scale's own test stays
+    step = [op("Mul", (64, 32), "Default"), *overflow_test((64, 32)), *overflow_test((32,)), keep,
+            op("Sub", (), "Default")]
+    counts = kernel_counts(lower(graph(step), Settings(mode="graph", jit_level="O0"), NPU).ops)
+    assert counts["IsFinite"] == 1 and counts["ReduceAll"] == 0 and counts["Cast"] == 0
+    assert counts["Sub"] == 1 and counts["Mul"] == 1                # a Sub that reads no test result stays
+    assert lower(graph(step), SETTINGS, CPU).ops == tuple(step)
