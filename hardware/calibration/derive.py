@@ -6,7 +6,7 @@
 Reads only data/an2022_ascend910_ops.csv (through hardware.calibration.table) (An et al., HPCC 2022: AI-Core time of every kernel of a
 training step on an Ascend 910) and the datasheet sections of the profiles. For the 910A:
 
-- Cube classes (conv forward / input-gradient / filter-gradient, MatMul, BatchMatMul): the
+- Cube classes (conv forward / input-gradient / filter-gradient, MatMul, MatMul with K > M, N, BatchMatMul): the
   efficiency tile-padded FLOPs / (Cube peak x time) of each profiled kernel, as a step table over the work per
   core, ceil(M/16)·ceil(N/16)·ceil(K/16)·batch / cores, from the GEMM each kernel's shapes imply.
 - Vector classes (elementwise, reduction, data movement) and `memory` (the streaming traffic of
@@ -45,7 +45,7 @@ from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile
 SOURCE_PROFILE = "ascend910a"
 RATIO_PROFILES = ("ascend910b", "ascend910b4", "atlas300i-duo")
 FIT = {("resnet50", 16), ("resnet50", 32), ("bert-seq128", 32)}   # everything else is held out
-TILE_GRID = (0, 16, 64, 256, 1024, 4096, 16384, 65536)                    # Cube tiles per core
+TILE_GRID = (0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)                    # Cube tiles per core
 BYTES_GRID = (0, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)          # bytes per kernel
 FLOOR_BYTES = 4096
 BEGIN = "# >>> derived by `python -m hardware.calibration.derive` (do not edit by hand)"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from hardware.model.opclass import CUBE_CLASSES, op_class
+from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
 
 DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
@@ -54,7 +54,9 @@ class Row:
 
     @property
     def kernel_class(self) -> str:
-        return op_class(self.op_type, "cube" if self.gemm else "vector")
+        g = self.gemm
+        kind = op_class(self.op_type, "cube" if g else "vector")
+        return gemm_class(kind, *g[1:]) if g is not None else kind
 
     @property
     def nbytes(self) -> int:

@@ -22,7 +22,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from hardware.model.opclass import CUBE_CLASSES, op_class
+from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.opgraph import DTYPE_BYTES, Op
 from hardware.model.profile import EfficiencyTable, HardwareProfile
 
@@ -149,9 +149,14 @@ def cube_efficiency(op: Op, profile: HardwareProfile) -> float:
     useful = min(1.0, op.flops / padded_flops(batch, m, n, k, tile)) if op.flops > 0 else 1.0
     classes = profile.kernel_classes
     if classes is not None:
-        kind = op_class(op.type, "cube")
-        return classes.table(kind).at(tiles_per_core(batch, m, n, k, tile, profile.cube.cores)) * useful
+        return classes.table(cube_class(op)).at(tiles_per_core(batch, m, n, k, tile, profile.cube.cores)) * useful
     return typing.cast(EfficiencyTable, profile.cube.efficiency).at(k) * useful
+
+
+def cube_class(op: Op) -> str:
+    """The class of a Cube op: by its type, refined by its GEMM (opclass.gemm_class)."""
+    _, m, n, k = gemm_shape(op)
+    return gemm_class(op_class(op.type, "cube"), m, n, k)
 
 
 def traffic_table(kernel_class: str, profile: HardwareProfile) -> EfficiencyTable:
@@ -203,8 +208,7 @@ def floor_seconds(profile: HardwareProfile) -> float:
 def group_class(group: Sequence[Op]) -> str:
     """A fused kernel's class: that of its Cube member, else of its first member."""
     cube = [op for op in group if op.unit == "cube"]
-    lead = cube[0] if cube else group[0]
-    return op_class(lead.type, lead.unit)
+    return cube_class(cube[0]) if cube else op_class(group[0].type, group[0].unit)
 
 
 def compute_seconds(op: Op, profile: HardwareProfile) -> float:

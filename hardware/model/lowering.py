@@ -33,6 +33,8 @@ hardware/calibration/ascend_kernel_counts.toml):
   here shows.
 - primitives the CPU backend expands into basic ops (scope `Expand/_SoftmaxBackward`) are one Ascend
   kernel each; dropout is DropoutGenMask (AI CPU, not an AI Core kernel) + DropoutDoMask.
+- update-step parts whose Ascend path is its own kernels, at every jit level (fused_optimizers.py):
+  nn.Lamb's, and the loss scale's overflow check (the float-status register, no per-gradient test).
 
 Fused kernels are ops sharing a `fusion_group` (compute.py makes a group one kernel); the kernel
 type of a group is `FusionOp_<member types>`, the profiler's name. Data flow is matched on tensor
@@ -48,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from hardware.model.compute import group_ops
+from hardware.model.fused_optimizers import float_status_check, fuse_lamb
 from hardware.model.opgraph import Op, OpGraph, TensorSpec
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
@@ -553,7 +556,7 @@ def add_atomic_cleans(ops: Sequence[Op], cores: int) -> list[Op]:
 
 # ------------------------------------------------------------------------------------ the pass
 def lower_ops(ops: Sequence[Op], rules: Lowering) -> list[Op]:
-    out = [k for op in collapse_expansions(ops) for k in ascend_kernels(op)]
+    out = float_status_check(fuse_lamb([k for op in collapse_expansions(ops) for k in ascend_kernels(op)]))
     if rules.fold_casts:
         out = fold_casts(out)
     if rules.buffer_fusion:

@@ -110,6 +110,7 @@ class KernelClasses:
     conv_input_grad: EfficiencyTable
     conv_filter_grad: EfficiencyTable
     matmul: EfficiencyTable
+    matmul_long_k: EfficiencyTable
     batch_matmul: EfficiencyTable
     elementwise: EfficiencyTable
     reduction: EfficiencyTable

@@ -57,6 +57,22 @@ def test_gemm_of_profiled_kernels_matches_the_network(rows):
     assert (1, 128 * 128, 768, 768) in {r.gemm for r in dense}
 
 
+def test_long_reduction_matmuls_have_their_own_class(rows):
+    """BERT's weight gradients (K = the 16,384 tokens > M, N) are matmul_long_k; at the same work per core the
+    profile has them much faster than the forward GEMMs, and the derived 910A tables say so too."""
+    from hardware.model.compute import cube_efficiency
+    from model_graphs import matmul
+
+    wgrad = [r for r in rows if r.network == "bert-seq128" and r.gemm == (1, 3072, 768, 16384)]
+    forward = [r for r in rows if r.network == "bert-seq128" and r.gemm == (1, 16384, 3072, 768)]
+    assert wgrad and forward and {r.kernel_class for r in wgrad} == {"matmul_long_k"}
+    assert {r.kernel_class for r in forward} == {"matmul"}
+    assert min(r.duration_us for r in wgrad) < 0.6 * min(r.duration_us for r in forward)   # same FLOPs
+    npu = load_profile("ascend910a")
+    dw, fwd = matmul(3072, 16384, 768, "Float16", "backward"), matmul(16384, 768, 3072, "Float16")
+    assert cube_efficiency(dw, npu) > 2 * cube_efficiency(fwd, npu)
+
+
 def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
     base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
     resnet = [r for r in table.load_rows() if r.network == "resnet50"]
