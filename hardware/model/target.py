@@ -44,14 +44,15 @@ def fusion_enabled(settings: Settings, profile: HardwareProfile) -> bool:
 
 
 def cell_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
-               profile: HardwareProfile) -> OpGraph:
-    """The cell's real op graph, fused as the profile's compiler would, with its epoch length in `meta`."""
+               profile: HardwareProfile, compile_missing: bool = True) -> OpGraph:
+    """The cell's real op graph, fused as the profile's compiler would, with its epoch length in `meta`
+    (`compile_missing=False`: from the cache only, see extract_graph)."""
     from hardware.model.fusion import apply_fusion
     from hardware.model.graph import extract_graph
     from workloads.registry import get_workload
     from workloads.train_step import steps_per_epoch
 
-    graph = extract_graph(workload, preset, overrides, settings)
+    graph = extract_graph(workload, preset, overrides, settings, compile_missing)
     if fusion_enabled(settings, profile):
         graph = apply_fusion(graph)
     epoch = steps_per_epoch(get_workload(workload).preset(preset, overrides), settings)
