@@ -232,6 +232,8 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
     if matrix.accuracy:
         options["accuracy_seeds"] = matrix.accuracy_seeds
+    if matrix.accuracy_knobs is not None:
+        options["accuracy_knobs"] = matrix.accuracy_knobs
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):

@@ -62,6 +62,20 @@ def accuracy_settings(settings: Settings) -> Settings:
     return make_settings(knobs)
 
 
+def not_run_reason(settings: Settings, knobs: tuple[str, ...] | None) -> str | None:
+    """Why a cell gets no accuracy run under a matrix's `accuracy_knobs` (None: it gets one). Its run
+    may differ from the defaults' run only in those knobs (data parallelism counts as grad_accum)."""
+    if knobs is None:
+        return None
+    ours, default = accuracy_settings(settings), accuracy_settings(Settings())
+    off = [k for k in NUMERICS_KNOBS if k not in knobs and k != "seed" and getattr(ours, k) != getattr(default, k)]
+    if not off:
+        return None
+    return (f"accuracy not run: the matrix's accuracy_knobs ({', '.join(knobs)}) leave out "
+            + ", ".join(f"{k}={getattr(ours, k)}" for k in off)
+            + (" (data parallelism trains as accumulated micro-batches)" if settings.devices > 1 else ""))
+
+
 def accuracy_cell_settings(cell: Cell, workload: Any) -> Settings:
     """`accuracy_settings` for a cell whose preset may not be tiny: there the batch knob acts as a ratio to
     that preset's own batch, so a full-size cell at its usual batch trains the tiny preset at the tiny

@@ -37,11 +37,13 @@ class MindSporeTarget:
     isolate = True
 
     def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS,
+                 accuracy_knobs: tuple[str, ...] | None = None) -> None:
         self.device = check_device(device)
         self.name = f"mindspore:{device}"
         self.accuracy = accuracy
         self.accuracy_seeds = accuracy_seeds
+        self.accuracy_knobs = accuracy_knobs          # matrix key: numerics knobs that get accuracy runs
         self.config = config or MeasureConfig.from_env()
 
     def supports(self, cell: Cell) -> str | None:
@@ -80,7 +82,7 @@ class MindSporeTarget:
                 return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
             raise
         if record.status == "ok" and self.accuracy:
-            add_accuracy(record, self.accuracy_seeds)
+            add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
         return record
 
     @staticmethod
@@ -161,11 +163,17 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
     return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
-def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
+def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None) -> None:
     """Fill metrics.accuracy with the mean over `seeds` (cached) tiny-preset training runs, seeds
     seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
-    delta. Used by the device-model target too."""
-    from hardware.mindspore.accuracy import accuracy_in_subprocess, seed_cells
+    delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs. Used by the device-model
+    target too."""
+    from hardware.mindspore.accuracy import accuracy_in_subprocess, not_run_reason, seed_cells
+
+    skipped = not_run_reason(record.cell.settings, knobs)
+    if skipped:
+        record.metrics.extra["accuracy_run"] = {"reason": skipped}
+        return
 
     results, seconds = [], []
     for cell in seed_cells(record.cell, seeds):

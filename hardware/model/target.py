@@ -90,12 +90,14 @@ class ModelTarget:
     parallel_cells = min(2, os.cpu_count() or 1)
 
     def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS,
+                 accuracy_knobs: tuple[str, ...] | None = None) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
         self.trace_dir = trace_dir                    # `msbench run --trace-dir`: one trace per cell
         self.accuracy_seeds = accuracy_seeds          # tiny-preset runs per accuracy (msbench matrix key)
+        self.accuracy_knobs = accuracy_knobs          # matrix key: numerics knobs that get accuracy runs
 
     @property
     def kind(self) -> str:
@@ -142,5 +144,5 @@ class ModelTarget:
         if self.accuracy:
             from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
 
-            add_accuracy(record, self.accuracy_seeds)
+            add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
         return record
