@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -72,11 +73,43 @@ def estimates_read(record: Record) -> tuple[str, ...]:
     return tuple(detail.get("estimates") or ())
 
 
-def repredicted(record: Record, graph: OpGraph, host: HostCostLike, profile: HardwareProfile) -> Record:
+# What compute.kernels() reads of a profile: an estimate end that leaves these equal leaves every kernel's
+# time as it is (launch, host and comm constants), so the kernels are costed once per cell and reused.
+DEVICE_SECTIONS = ("cube", "vector", "memory", "kernel_classes", "precision")
+
+
+class Repredictor:
+    """Predicts cells again on variants of one profile, lowering each graph once (lowering reads none of
+    the estimate constants: the chip kind, core count, cast folding, jit level) and costing kernels once
+    per distinct lowered step and device-side profile."""
+
+    def __init__(self, profile: HardwareProfile) -> None:
+        self.profile = profile
+        self.lowered: dict[str, tuple[OpGraph, int]] = {}     # cell id -> (lowered graph, its step's number)
+        self.steps: dict[tuple, int] = {}                        # distinct lowered op lists, numbered
+        self.kernels: dict[tuple, list] = {}
+
+    def __call__(self, record: Record, graph: OpGraph, host: HostCostLike, profile: HardwareProfile) -> Record:
+        from hardware.model.compute import kernels
+        from hardware.model.lowering import lower
+
+        settings = record.cell.settings
+        if record.cell_id not in self.lowered:
+            lowered = lower(graph, settings, self.profile)
+            self.lowered[record.cell_id] = lowered, self.steps.setdefault(lowered.ops, len(self.steps))
+        lowered, step = self.lowered[record.cell_id]
+        key = (step, tuple(getattr(profile, s) for s in DEVICE_SECTIONS))
+        if key not in self.kernels:
+            self.kernels[key] = kernels(lowered.ops, profile)
+        return repredicted(record, lowered, host, profile, self.kernels[key])
+
+
+def repredicted(record: Record, graph: OpGraph, host: HostCostLike, profile: HardwareProfile,
+                device_kernels: list | None = None) -> Record:
     """The record as the device model predicts it on `profile`; its accuracy (real runs) is kept."""
     from hardware.model.target import prediction_metrics
 
-    pred = predict(graph, record.cell.settings, profile, host)
+    pred = predict(graph, record.cell.settings, profile, host, device_kernels)
     new = prediction_metrics(pred.to_dict())
     old = record.metrics
     metrics = dataclasses.replace(
@@ -134,7 +167,8 @@ def target_robustness(records: list[Record], target: str, inputs: CellInputs) ->
         return [Robustness(key, target, "" if verdict == claims.NO_DATA else
                            f"not checked: {err} (run the matrix first; the report never extracts)")
                 for key, verdict in shown.items()]
-    base = [repredicted(r, *cell_inputs[r.cell_id], profile) if r.cell_id in cell_inputs else r for r in records]
+    predictor = Repredictor(profile)
+    base = [predictor(r, *cell_inputs[r.cell_id], profile) if r.cell_id in cell_inputs else r for r in records]
     reference = judge(base, target)
     shipped = reference.verdicts
     stale = {k for k in shown if shipped.get(k) != shown[k]}
@@ -143,7 +177,7 @@ def target_robustness(records: list[Record], target: str, inputs: CellInputs) ->
     for estimate in (e for e in profile.estimates if e.key in read):
         for value in dict.fromkeys((estimate.low, estimate.high)):
             varied = with_estimate(profile, estimate.key, value)
-            moved = [repredicted(b, *cell_inputs[b.cell_id], varied) if estimate.key in estimates_read(b) else b
+            moved = [predictor(b, *cell_inputs[b.cell_id], varied) if estimate.key in estimates_read(b) else b
                      for b in base]
             for key, verdict in reference.again(moved, target).verdicts.items():
                 if verdict != shipped.get(key):
@@ -165,15 +199,59 @@ def target_robustness(records: list[Record], target: str, inputs: CellInputs) ->
     return out
 
 
-def robustness(now: RecordSet, inputs: CellInputs = cached_inputs) -> dict[tuple[str, str], Robustness]:
-    """(claim key, target) -> how the claim's verdict there stands up to the model's estimate ranges."""
+CACHE_KIND = "robustness"
+# What a target's robustness is a function of besides its records: the model, its profiles and calibration,
+# the workloads (their graphs), the settings rules and the report's claims.
+ROOT = Path(__file__).resolve().parents[2]
+INPUT_DIRS = ("hardware/model", "hardware/profiles", "hardware/calibration", "hardware/capabilities.py",
+              "msbench/settings.py", "msbench/report", "workloads")
+
+
+def robustness_key(records: list[Record], target: str) -> str:
+    from hardware.model.graph import mindspore_version
+    from msbench.cache import content_key
+    from msbench.freshness import files_digest
+
+    judged = sorted(({"cell": r.cell.to_dict(), "status": r.status, "metrics": r.to_dict()["metrics"]} for r in records),
+                    key=lambda d: d["cell"]["id"])
+    return content_key("robustness/1", target, files_digest([ROOT / d for d in INPUT_DIRS]), mindspore_version(),
+                       judged)
+
+
+def to_entry(found: list[Robustness]) -> dict[str, Any]:
+    return {"results": [{"claim": r.claim, "target": r.target, "text": r.text,
+                         "flips": [{**dataclasses.asdict(f), "estimate": dataclasses.asdict(f.estimate)} for f in r.flips]}
+                        for r in found]}
+
+
+def from_entry(entry: Mapping[str, Any]) -> list[Robustness]:
+    return [Robustness(r["claim"], r["target"], r["text"],
+                       tuple(Flip(**{**f, "estimate": Estimate(**f["estimate"])}) for f in r["flips"]))
+            for r in entry["results"]]
+
+
+def cached_target_robustness(records: list[Record], target: str) -> list[Robustness]:
+    """target_robustness from the cache (a warm report re-predicts nothing), computed once otherwise."""
+    from msbench.cache import cached
+
+    entry, _ = cached(CACHE_KIND, robustness_key(records, target),
+                      lambda: to_entry(target_robustness(records, target, cached_inputs)),
+                      keep=lambda e: not any("run the matrix first" in r["text"] for r in e["results"]),
+                      validate=from_entry)
+    return from_entry(entry)
+
+
+def robustness(now: RecordSet, inputs: CellInputs | None = None) -> dict[tuple[str, str], Robustness]:
+    """(claim key, target) -> how the claim's verdict there stands up to the model's estimate ranges
+    (`inputs`: where the cells' graphs and host costs come from; default the caches, memoized on disk)."""
     by_target: dict[str, list[Record]] = {}
     for record in now.records:
         by_target.setdefault(record.cell.target, []).append(record)
     out: dict[tuple[str, str], Robustness] = {}
     for target, records in sorted(by_target.items()):
         if target.startswith(MODEL_PREFIX):
-            found = target_robustness(records, target, inputs)
+            found = (target_robustness(records, target, inputs) if inputs is not None
+                     else cached_target_robustness(records, target))
         else:
             found = [Robustness(key, target, MEASURED if verdict != claims.NO_DATA else "")
                      for key, verdict in judge(records, target).verdicts.items()]
