@@ -91,3 +91,24 @@ def test_stale_records_and_missing_graphs_are_said_not_checked(found, tmp_path, 
     assert missing[("graph_mode", "model:ascend910b")].text.startswith("not checked: no cached graph of resnet50")
     assert missing[("sink", "model:ascend910b")].text == ""        # no cells: nothing to check
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeypatch):
+    _, records = found
+    calls = []
+    real = uncertainty.target_robustness
+
+    def counted(recs, target, lookup):
+        calls.append(target)
+        return real(recs, target, lookup)
+
+    monkeypatch.setattr(uncertainty, "cached_inputs", inputs)
+    monkeypatch.setattr(uncertainty, "target_robustness", counted)
+    now = RecordSet.of(records)
+    first = uncertainty.robustness(now)
+    second = uncertainty.robustness(now)
+    assert sorted(calls) == ["model:ascend910a", "model:ascend910b"]          # the second call computed nothing
+    assert first == second and first[("graph_mode", "model:ascend910b")].flips[0].estimate.key == "launch.pynative_us"
+    changed = RecordSet.of([records[0], records[1], records[2]])     # the 910B's records changed, the 910A's not
+    uncertainty.robustness(changed)
+    assert calls[2:] == ["model:ascend910b"]
