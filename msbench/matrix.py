@@ -22,8 +22,8 @@ from msbench.settings import DEFAULTS, check_value, make_settings, recorded_sett
 from msbench.targets import check_target_name
 
 STRATEGIES = ("grid", "ofat", "pairwise")
-TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "workloads", "base", "axes",
-            "exclude", "include", "baseline", "scenario", "profile"}
+TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "accuracy_knobs", "workloads",
+            "base", "axes", "exclude", "include", "baseline", "scenario", "profile"}
 DEFAULT_ACCURACY_SEEDS = 3     # tiny-preset accuracy runs per cell unless `accuracy_seeds` says otherwise
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
@@ -107,6 +107,10 @@ class Matrix:
     accuracy_seeds: int = DEFAULT_ACCURACY_SEEDS     # tiny-preset runs per accuracy, seeds seed, seed + 1, ...
     scenario: str = DEFAULT_SCENARIO                 # train | inference, for every cell (msbench.scenario)
     profile: bool = False                            # real targets: MindSpore's Profiler over extra steps
+    # The numerics knobs whose values get their own accuracy runs (None: all). A cell whose run would differ
+    # from the defaults in another numerics knob gets no accuracy, with the reason: the cold cost of a matrix
+    # is its distinct accuracy runs, and only some of them feed a claim.
+    accuracy_knobs: tuple[str, ...] | None = None
 
     def expand(self, max_cells: int = MAX_CELLS) -> Expansion:
         """Every cell with its status; more than `max_cells` candidate cells is refused before any is built."""
@@ -280,7 +284,21 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         accuracy_seeds=_accuracy_seeds(data.get("accuracy_seeds", DEFAULT_ACCURACY_SEEDS), where),
         scenario=scenario,
         profile=profile,
+        accuracy_knobs=_accuracy_knobs(data.get("accuracy_knobs"), accuracy, where),
     )
+
+
+def _accuracy_knobs(value: Any, accuracy: bool, where: str) -> tuple[str, ...] | None:
+    from hardware.capabilities import NUMERICS
+
+    if value is None:
+        return None
+    allowed = f"a list of numerics knobs ({', '.join(k for k in NUMERICS if k != 'seed')})"
+    if not isinstance(value, list) or not all(isinstance(k, str) and k in NUMERICS and k != "seed" for k in value):
+        raise ConfigError("accuracy_knobs", value, allowed, where)
+    if not accuracy:
+        raise ConfigError("accuracy_knobs", value, allowed, where, rule="only with accuracy = true")
+    return tuple(value)
 
 
 def _accuracy_seeds(value: Any, where: str) -> int:

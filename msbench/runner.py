@@ -239,6 +239,8 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
         options["accuracy_seeds"] = matrix.accuracy_seeds
     if matrix.profile:                  # the Profiler's folders beside the run file: <run>.profiles/<cell id>/
         options["profile_dir"] = str(profile_root(path))
+    if matrix.accuracy_knobs is not None:
+        options["accuracy_knobs"] = matrix.accuracy_knobs
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
     store = RunStore(path)
     with store.hold(resume):

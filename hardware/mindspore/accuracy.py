@@ -13,16 +13,18 @@ by a second network, another global context, or its memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import time
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from hardware.capabilities import NUMERICS
-from msbench.cache import cached, content_key, source_hash
+from msbench.cache import cache_get, cache_lock, cache_put, cached, content_key, source_hash
 from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
@@ -51,6 +53,7 @@ class AccuracyResult:
     key: str = ""
     cached: bool = False
     lr_rule: str = ""                   # the learning-rate rule applied (workloads.train_step.lr_rule)
+    train_s: float | None = None        # seconds the child spent building, training and evaluating it
 
 
 def accuracy_settings(settings: Settings) -> Settings:
@@ -60,6 +63,20 @@ def accuracy_settings(settings: Settings) -> Settings:
     knobs["grad_accum"] = settings.grad_accum * settings.devices
     knobs["mode"] = "graph"
     return make_settings(knobs)
+
+
+def not_run_reason(settings: Settings, knobs: tuple[str, ...] | None) -> str | None:
+    """Why a cell gets no accuracy run under a matrix's `accuracy_knobs` (None: it gets one). Its run
+    may differ from the defaults' run only in those knobs (data parallelism counts as grad_accum)."""
+    if knobs is None:
+        return None
+    ours, default = accuracy_settings(settings), accuracy_settings(Settings())
+    off = [k for k in NUMERICS_KNOBS if k not in knobs and k != "seed" and getattr(ours, k) != getattr(default, k)]
+    if not off:
+        return None
+    return (f"accuracy not run: the matrix's accuracy_knobs ({', '.join(knobs)}) leave out "
+            + ", ".join(f"{k}={getattr(ours, k)}" for k in off)
+            + (" (data parallelism trains as accumulated micro-batches)" if settings.devices > 1 else ""))
 
 
 def accuracy_cell_settings(cell: Cell, workload: Any) -> Settings:
@@ -115,7 +132,32 @@ def measure_accuracy(cell: Cell) -> AccuracyResult:
 
 def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResult:
     """`train_and_evaluate` in a fresh process in a scratch directory (a cache hit needs no process)."""
-    return cached_accuracy(cell, lambda: run_accuracy_child(cell, timeout))
+    return accuracies_in_subprocess([cell], timeout)[0]
+
+
+def accuracies_in_subprocess(cells: list[Cell], timeout: float = 1800.0) -> list[AccuracyResult]:
+    """The cells' accuracies (the seeds of one setting): cached ones read, the others trained one after
+    another in ONE fresh child, each with its own network and its own compile, so MindSpore's import,
+    start-up and the data generation are paid once, not once a seed. Each key's lock is held meanwhile, so
+    a parallel cell sharing a key waits and reads it."""
+    keys = [accuracy_key(c) for c in cells]
+    with contextlib.ExitStack() as held:
+        for key in sorted(set(keys)):              # one order for everyone: no deadlock between cells
+            held.enter_context(cache_lock(CACHE_KIND, key))
+        hits = {k: hit for k in set(keys) if (hit := cache_get(CACHE_KIND, k, valid_result)) is not None}
+        todo = list(dict.fromkeys(k for k in keys if k not in hits))
+        fresh: dict[str, dict[str, Any]] = {}
+        if todo:
+            firsts = [cells[keys.index(k)] for k in todo]
+            for key, result in zip(todo, run_accuracy_child(firsts, timeout)):
+                fresh[key] = {**result, "key": key}
+                if result["value"] is not None:       # a run that could not produce a number is not kept
+                    cache_put(CACHE_KIND, key, fresh[key])
+    return [AccuracyResult(**{**(hits.get(k) or fresh[k]), "cached": k in hits}) for k in keys]
+
+
+def valid_result(result: dict[str, Any]) -> bool:
+    return AccuracyResult(**result).value is not None
 
 
 def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyResult:
@@ -123,7 +165,7 @@ def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyRe
     share the key; a run that could not produce a number (value None, with its reason) is not kept."""
     key = accuracy_key(cell)
     entry, hit = cached(CACHE_KIND, key, lambda: {**run(), "key": key}, keep=lambda result: result["value"] is not None,
-                        validate=lambda result: AccuracyResult(**result).value is not None)
+                        validate=valid_result)
     return AccuracyResult(**{**entry, "cached": hit})
 
 
@@ -151,31 +193,34 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
                           lr_rule=lr_rule(preset, settings, preset.epochs * steps_per_epoch(preset, settings)))
 
 
-def run_accuracy_child(cell: Cell, timeout: float) -> dict[str, Any]:
-    """`python -m hardware.mindspore.accuracy` on the cell: its AccuracyResult as a dict. The child and
-    its scratch directory die with this process (msbench.child)."""
+def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]]:
+    """`python -m hardware.mindspore.accuracy` on the cells, one after another: their AccuracyResults as
+    dicts. The child and its scratch directory die with this process (msbench.child)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
-    # Each seed compiles afresh: with MindSpore's compile cache shared by the seeds of one setting, the toy
+    # Each seed compiles afresh (a new network in the child): with MindSpore's compile cache shared by the seeds of one setting, the toy
     # workload's AMP O2 + dynamic loss scale run averaged 42% top-1 over seeds 1-3 from an empty cache
     # against > 55% compiled fresh (tests/hardware/test_mindspore_target.py), so a cached compile changes numerics.
     with ChildScope("msbench-accuracy-") as scope, shared_host():
-        proc = scope.run([sys.executable, "-m", "hardware.mindspore.accuracy"], input=json.dumps(cell.to_dict()),
-                         env=env, timeout=timeout)
+        proc = scope.run([sys.executable, "-m", "hardware.mindspore.accuracy"],
+                         input=json.dumps([c.to_dict() for c in cells]), env=env, timeout=timeout * len(cells))
+    workload = cells[0].workload
     if proc.timed_out:
-        raise RuntimeError(f"accuracy run of {cell.workload} timed out after {timeout:g} s")
+        raise RuntimeError(f"accuracy run of {workload} timed out after {timeout * len(cells):g} s")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"accuracy run of {cell.workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX):])
-    return result
+    if proc.returncode != 0 or len(lines) != len(cells):
+        raise RuntimeError(f"accuracy run of {workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return [json.loads(ln[len(RESULT_PREFIX):]) for ln in lines]
 
 
 def main() -> int:
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    cell = Cell.from_dict(json.loads(sys.stdin.read()))
-    result = train_and_evaluate(cell)
-    sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
+    for data in json.loads(sys.stdin.read()):
+        started = time.monotonic()
+        result = train_and_evaluate(Cell.from_dict(data))
+        result.train_s = round(time.monotonic() - started, 2)
+        sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
+        sys.stdout.flush()
     return 0
 
 

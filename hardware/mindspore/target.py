@@ -38,12 +38,14 @@ class MindSporeTarget:
     isolate = True
 
     def __init__(self, device: str, accuracy: bool = False, config: MeasureConfig | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None,
+                 accuracy_knobs: tuple[str, ...] | None = None) -> None:
         self.device = check_device(device)
         self.profile_dir = profile_dir      # `--profile` / matrix `profile = true`: the Profiler's output root
         self.name = f"mindspore:{device}"
         self.accuracy = accuracy
         self.accuracy_seeds = accuracy_seeds
+        self.accuracy_knobs = accuracy_knobs          # matrix key: numerics knobs that get accuracy runs
         self.config = config or MeasureConfig.from_env()
 
     def supports(self, cell: Cell) -> str | None:
@@ -89,7 +91,7 @@ class MindSporeTarget:
                 return Record(cell=cell, status="oom", reason=f"{type(err).__name__}: {str(err).strip()[-1500:]}")
             raise
         if record.status == "ok" and self.accuracy:
-            add_accuracy(record, self.accuracy_seeds)
+            add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
         return record
 
     @staticmethod
@@ -179,30 +181,37 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
     return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
-def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS) -> None:
+def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None) -> None:
     """Fill metrics.accuracy with the mean over `seeds` (cached) tiny-preset training runs, seeds
     seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
-    delta. Used by the device-model target too."""
-    from hardware.mindspore.accuracy import accuracy_in_subprocess, seed_cells
+    delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs. Used by the device-model
+    target too."""
+    from hardware.mindspore.accuracy import accuracies_in_subprocess, not_run_reason, seed_cells
 
-    results, seconds = [], []
-    for cell in seed_cells(record.cell, seeds):
-        started = time.monotonic()
-        try:
-            results.append(accuracy_in_subprocess(cell))
-            seconds.append(round(time.monotonic() - started, 2))   # where `make bench` spends its time
-        except ConfigError as err:   # no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
-            record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
-            return
-        except (RuntimeError, subprocess.TimeoutExpired) as err:
-            # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
-            record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
-            return
+    skipped = not_run_reason(record.cell.settings, knobs)
+    if skipped:
+        record.metrics.extra["accuracy_run"] = {"reason": skipped}
+        return
+
+    started = time.monotonic()
+    try:
+        results = accuracies_in_subprocess(seed_cells(record.cell, seeds))
+    except ConfigError as err:   # no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
+        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
+        return
+    except (RuntimeError, subprocess.TimeoutExpired) as err:
+        # the step was measured; a failed accuracy run leaves accuracy empty with its reason, never a guess
+        record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run failed: {str(err)[-1500:]}"}
+        return
+    # where `make bench` spends its time: each seed's training in the child (0 when cached), and the whole step
+    seconds = [0.0 if r.cached else r.train_s for r in results]
+    total_s = round(time.monotonic() - started, 2)
     first = results[0]
     info: dict[str, Any] = {"key": first.key, "keys": [r.key for r in results], "cached": all(r.cached for r in results),
                             "epochs": first.epochs, "steps": first.steps, "samples_seen": first.samples_seen,
                             "seeds": [c.settings.seed for c in seed_cells(record.cell, seeds)],
-                            "values": [r.value for r in results], "lr_rule": first.lr_rule, "wall_s": seconds}
+                            "values": [r.value for r in results], "lr_rule": first.lr_rule, "wall_s": seconds,
+                            "total_s": total_s}
     record.metrics.accuracy_metric = first.metric
     missing = next((r for r in results if r.value is None), None)
     if missing is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from hardware.capabilities import graph_knobs
-from msbench.cache import cache_dir, cached, content_key, source_hash
+from msbench.cache import cache_dir, cache_get, cached, content_key, source_hash
 from msbench.host_share import shared_host
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
@@ -43,6 +43,10 @@ _LOADED: dict[tuple[str, str], OpGraph] = {}
 
 class ExtractionError(RuntimeError):
     """MindSpore failed to compile the graph (a bug or an unsupported network, not a user error)."""
+
+
+class GraphNotCached(LookupError):
+    """A cache-only lookup (`compile_missing=False`, e.g. the report's re-predictions) found no entry."""
 
 
 @functools.cache
@@ -81,10 +85,12 @@ def graph_key(workload: str, preset: str, overrides: Mapping[str, Any], settings
                        source_hash(PARSER_SOURCES), workload, preset, dict(overrides), knobs)
 
 
-def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> OpGraph:
+def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings,
+                  compile_missing: bool = True) -> OpGraph:
     """The OpGraph of one cell's training step. Its cost does not grow with the cell: above the reference
     batches, and for stacks of identical blocks deeper than the reference depths, it is scaled exactly
-    from small cached extractions (hardware/model/scaling.py); otherwise one compile in a child process."""
+    from small cached extractions (hardware/model/scaling.py); otherwise one compile in a child process.
+    `compile_missing=False` never compiles: a graph not in the cache raises GraphNotCached."""
     from workloads.registry import get_workload
     from workloads.train_step import micro_batch_size
 
@@ -105,33 +111,35 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
         if micro > REFERENCE_BATCHES[-1] else [settings]
     # The small compiles are independent child processes: two at a time (each is single-threaded enough).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(lambda job: direct_graph(workload, preset, *job),
+        list(pool.map(lambda job: direct_graph(workload, preset, *job, compile_missing=compile_missing),
                       [(o, s) for o in depths or [overrides] for s in batches]))
     if depths:
-        shallow = [batch_graph(workload, preset, o, settings, micro) for o in depths]
+        shallow = [batch_graph(workload, preset, o, settings, micro, compile_missing) for o in depths]
         graph = scale_depth(*shallow, max(stacks.values()))
-    graph = graph or batch_graph(workload, preset, overrides, settings, micro)
+    graph = graph or batch_graph(workload, preset, overrides, settings, micro, compile_missing)
     graph = dataclasses.replace(graph, key=key, meta={**graph.meta, "graph_knobs": graph_knobs(settings)})
     _LOADED[memo_key] = graph
     return graph
 
 
-def batch_graph(workload: str, preset: str, overrides: dict[str, Any], settings: Settings, micro: int) -> OpGraph:
+def batch_graph(workload: str, preset: str, overrides: dict[str, Any], settings: Settings, micro: int,
+                compile_missing: bool = True) -> OpGraph:
     """The graph at micro-batch `micro`: scaled from the reference batches when larger, else compiled."""
     if micro > REFERENCE_BATCHES[-1]:
-        small = [direct_graph(workload, preset, overrides, dataclasses.replace(settings, batch_size=b))
+        small = [direct_graph(workload, preset, overrides, dataclasses.replace(settings, batch_size=b), compile_missing)
                  for b in REFERENCE_BATCHES]
         scaled = scale_batch(*small, micro)
         if scaled is not None:
             return scaled
-    return direct_graph(workload, preset, overrides, settings)
+    return direct_graph(workload, preset, overrides, settings, compile_missing)
 
 
 def graph_knobs(settings: Settings) -> dict[str, Any]:
     return {k: getattr(settings, k) for k in GRAPH_KNOBS}
 
 
-def direct_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> OpGraph:
+def direct_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
+                 compile_missing: bool = True) -> OpGraph:
     """The OpGraph compiled at the cell's own batch (cached; cold: one compile in a child process)."""
     key = graph_key(workload, preset, overrides, settings)
     memo_key = (str(cache_dir(CACHE_KIND)), key)
@@ -147,7 +155,13 @@ def direct_graph(workload: str, preset: str, overrides: Mapping[str, Any], setti
                 "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
                 "key": key, "meta": graph_meta(result, settings)}
 
-    data, _ = cached(CACHE_KIND, key, compile_step, validate=OpGraph.from_dict)   # a junk entry is recompiled
+    if compile_missing:
+        data, _ = cached(CACHE_KIND, key, compile_step, validate=OpGraph.from_dict)   # a junk entry is recompiled
+    else:
+        found = cache_get(CACHE_KIND, key, validate=OpGraph.from_dict)
+        if found is None:
+            raise GraphNotCached(f"no cached graph of {workload} ({preset}) at batch {settings.batch_size}")
+        data = found
     graph = OpGraph.from_dict(data)
     _LOADED[memo_key] = graph
     return graph

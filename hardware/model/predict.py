@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from hardware.model.comm import CommTime, gradient_allreduce
 from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
@@ -104,9 +104,13 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
     return matrix_tflops(dtype, profile)
 
 
-def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> Prediction:
+def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike,
+            device_kernels: Sequence[Kernel] | None = None) -> Prediction:
+    """`device_kernels`: `kernels(lower(graph, settings, profile).ops, profile)` when the caller has them
+    already (the report predicts a cell again under each estimate's range ends, and most ends leave the
+    kernels as they are); lowering and costing the kernels is most of a prediction's time."""
     lowered = lower(graph, settings, profile)
-    ks = kernels(lowered.ops, profile)
+    ks = list(device_kernels) if device_kernels is not None else kernels(lowered.ops, profile)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
     ht = host_time(ks, settings, profile, host, samples, epoch_steps)

@@ -45,14 +45,15 @@ def fusion_enabled(settings: Settings, profile: HardwareProfile) -> bool:
 
 
 def cell_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
-               profile: HardwareProfile) -> OpGraph:
-    """The cell's real op graph, fused as the profile's compiler would, with its epoch length in `meta`."""
+               profile: HardwareProfile, compile_missing: bool = True) -> OpGraph:
+    """The cell's real op graph, fused as the profile's compiler would, with its epoch length in `meta`
+    (`compile_missing=False`: from the cache only, see extract_graph)."""
     from hardware.model.fusion import apply_fusion
     from hardware.model.graph import extract_graph
     from workloads.registry import get_workload
     from workloads.train_step import steps_per_epoch
 
-    graph = extract_graph(workload, preset, overrides, settings)
+    graph = extract_graph(workload, preset, overrides, settings, compile_missing)
     if fusion_enabled(settings, profile):
         graph = apply_fusion(graph)
     epoch = steps_per_epoch(get_workload(workload).preset(preset, overrides), settings)
@@ -94,7 +95,8 @@ class ModelTarget:
     parallel_cells = min(2, os.cpu_count() or 1)
 
     def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
-                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None) -> None:
+                 accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None,
+                 accuracy_knobs: tuple[str, ...] | None = None) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
@@ -103,6 +105,7 @@ class ModelTarget:
         # `profile = true` in a matrix: the record gets the predicted per-op times (metrics.op_profile), the
         # model's side of the real target's Profiler summary; nothing is written under profile_dir
         self.op_profile = profile_dir is not None
+        self.accuracy_knobs = accuracy_knobs          # matrix key: numerics knobs that get accuracy runs
 
     @property
     def kind(self) -> str:
@@ -158,5 +161,5 @@ class ModelTarget:
         if self.accuracy:
             from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
 
-            add_accuracy(record, self.accuracy_seeds)
+            add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
         return record

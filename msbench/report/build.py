@@ -12,7 +12,7 @@ from msbench.asv_results import load_results
 from msbench.compare import FLAG_ORDER
 from msbench.conditions import mixed, of_record, overloaded
 from msbench.records import Record
-from msbench.report import best, claims, diff, effects, latency, perop, plots, tradeoffs
+from msbench.report import best, claims, diff, effects, latency, perop, plots, tradeoffs, uncertainty
 from msbench.report.frame import GIB, brief, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
 from msbench.report.section import Figure, Section, Table
@@ -190,9 +190,11 @@ def best_section(frame: pd.DataFrame, options: Options) -> Section:
                    anchor="best")
 
 
-def claims_section(frame: pd.DataFrame, options: Options) -> Section:
+def claims_section(now: RecordSet, options: Options) -> Section:
+    frame = training_frame(now.frame)
     results = claims.evaluate_claims(frame) if not frame.empty else []
-    table = claims.claims_table(results)
+    robust = uncertainty.robustness(now) if results else {}
+    table = claims.claims_table(results, {k: r.text for k, r in robust.items()})
     notes = []
     targets = sorted({r.target for r in results})
     if len(targets) < 2:
@@ -208,9 +210,11 @@ def claims_section(frame: pd.DataFrame, options: Options) -> Section:
     intro = ("Evidence = ok cells of the same workload, preset and target that differ only in the knobs a tip names. "
              "A comparison holds when every check holds, does not hold when every measured check fails, else partly; "
              "a required check that could not be measured caps it at partly. A chip's verdict combines its comparisons "
-             "the same way (holds only if all hold).")
+             "the same way (holds only if all hold). Robustness: the device model's cells are predicted again with "
+             "each `estimate` constant they read at each end of its range; a verdict that changes is uncertain.")
     return Section("4. Claims", intro, tuple(notes),
                    (Table("Claims", table, links=("cells",)), Table("Thresholds", claims.thresholds_table()),
+                    Table("Estimate range ends that change a verdict", uncertainty.flips_table(robust)),
                     Table("Evidence", claims.evidence_table(results), links=("cells",))), tuple(figures), "claims")
 
 
@@ -291,5 +295,5 @@ def build_report(inputs: Inputs, options: Options) -> list[Section]:
     frame = sides.now.frame
     train = training_frame(frame)
     return [inputs_section(inputs, sides, options), effects_section(train, options), tradeoffs_section(train, options),
-            best_section(train, options), claims_section(train, options), diff_section(sides, options),
+            best_section(train, options), claims_section(sides.now, options), diff_section(sides, options),
             latency_section(sides.now.records, options), perop_section(sides.now.records), cells_section(frame)]

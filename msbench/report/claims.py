@@ -314,12 +314,17 @@ def summarize(result: ClaimResult) -> str:
     return "; ".join(parts)
 
 
-def claims_table(results: list[ClaimResult]) -> pd.DataFrame:
+def claims_table(results: list[ClaimResult], robustness: Mapping[tuple[str, str], str] | None = None) -> pd.DataFrame:
+    """One row per claim and target; `robustness` ((claim key, target) -> text, msbench.report.uncertainty)
+    adds whether the verdict survives the model's estimate ranges."""
+    columns = ["claim", "target", "verdict", *(["robustness"] if robustness is not None else []), "workloads",
+               "numbers", "cells"]
     return pd.DataFrame([{
         "claim": r.claim.text, "target": r.target, "verdict": r.verdict,
+        "robustness": (robustness or {}).get((r.claim.key, r.target), ""),
         "workloads": len({e.workload for e in r.evidence}), "numbers": summarize(r),
         "cells": ", ".join(dict.fromkeys(c for e in r.evidence for c in e.cells)),
-    } for r in results], columns=["claim", "target", "verdict", "workloads", "numbers", "cells"])
+    } for r in results], columns=columns)
 
 
 def evidence_table(results: list[ClaimResult]) -> pd.DataFrame:

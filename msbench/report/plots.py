@@ -115,13 +115,15 @@ def claims_grid(table: pd.DataFrame) -> bytes | None:
     """Verdict per claim (rows) and target (columns)."""
     if table.empty:
         return None
-    grid = table.pivot_table(index="claim", columns="target", values="verdict", aggfunc="first", sort=False)
+    shown = table.assign(verdict=[v + (" (uncertain)" if str(r).startswith("uncertain") else "") for v, r in
+                                  zip(table["verdict"], table.get("robustness", [""] * len(table)))])
+    grid = shown.pivot_table(index="claim", columns="target", values="verdict", aggfunc="first", sort=False)
     fig = Figure(figsize=(3.0 + 1.8 * grid.shape[1], 0.8 + 0.45 * grid.shape[0]))
     ax = fig.subplots()
     for i, claim in enumerate(grid.index):
         for j, target in enumerate(grid.columns):
             verdict = grid.loc[claim, target]
-            ax.add_patch(_cell_patch(j, i, VERDICT_COLOURS.get(verdict, "#ffffff")))
+            ax.add_patch(_cell_patch(j, i, VERDICT_COLOURS.get(str(verdict).split(" (")[0], "#ffffff")))
             ax.text(j + 0.5, i + 0.5, verdict, ha="center", va="center", fontsize=8)
     ax.set_xlim(0, grid.shape[1])
     ax.set_ylim(grid.shape[0], 0)

@@ -120,3 +120,17 @@ def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
     for record in (a, b):
         assert len(record.metrics.step_time_stats.process_medians) == 2
     assert "B/A step time:" in ratio_line(a, b)
+
+
+def test_seeds_trained_in_one_child_match_seeds_trained_apart(toy_env, toy_cell, monkeypatch, tmp_path):
+    """One child trains a setting's seeds one after another, each with its own network and compile: the
+    numbers must be those of a fresh process per seed (a shared compile cache changed them once)."""
+    from hardware.mindspore.accuracy import accuracies_in_subprocess, seed_cells
+
+    cells = seed_cells(toy_cell(amp_level="O2", loss_scale="dynamic"), 2)
+    together = accuracies_in_subprocess(cells)
+    assert [r.cached for r in together] == [False, False] and all(r.train_s > 0 for r in together)
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "apart"))
+    apart = [accuracy_in_subprocess(c) for c in reversed(cells)]          # seed 2 first, in its own process
+    assert [r.value for r in reversed(apart)] == [r.value for r in together]
+    assert [r.losses for r in reversed(apart)] == [r.losses for r in together]

@@ -82,3 +82,28 @@ def test_matrix_accuracy_seeds_key(tmp_path):
     path.write_text('name = "m"\naccuracy_seeds = 0\n[[workloads]]\nname = "resnet50"\n')
     with pytest.raises(ConfigError, match="accuracy_seeds"):
         load_matrix(path)
+
+
+def test_matrix_accuracy_knobs_limit_which_numerics_get_runs(tmp_path):
+    from hardware.mindspore.accuracy import not_run_reason
+    from hardware.mindspore.target import add_accuracy
+    from msbench.settings import make_settings
+
+    path = tmp_path / "m.toml"
+    path.write_text('accuracy = true\naccuracy_knobs = ["amp_level", "loss_scale"]\n[[workloads]]\nname = "resnet50"\n')
+    knobs = load_matrix(path).accuracy_knobs
+    assert knobs == ("amp_level", "loss_scale")
+    for bad in ('accuracy = true\naccuracy_knobs = ["mode"]', 'accuracy = true\naccuracy_knobs = ["seed"]',
+                'accuracy_knobs = ["amp_level"]'):
+        path.write_text(bad + '\n[[workloads]]\nname = "resnet50"\n')
+        with pytest.raises(ConfigError, match="accuracy_knobs"):
+            load_matrix(path)
+    # listed numerics and speed-only knobs run; other numerics (data parallelism is accumulation) do not
+    assert not_run_reason(make_settings({"amp_level": "O2", "loss_scale": "dynamic"}), knobs) is None
+    assert not_run_reason(make_settings({"mode": "pynative", "workers": 1}), knobs) is None
+    assert "grad_accum=4" in not_run_reason(make_settings({"grad_accum": 4}), knobs)
+    assert "grad_accum=8" in not_run_reason(make_settings({"devices": 8}), knobs)
+    assert not_run_reason(make_settings({"grad_accum": 4}), None) is None
+    skipped = record(thr=100.0, grad_accum=4)
+    add_accuracy(skipped, 3, knobs)          # refused before any child process is started
+    assert skipped.metrics.accuracy is None and "accuracy not run" in skipped.metrics.extra["accuracy_run"]["reason"]
