@@ -67,7 +67,7 @@ def workload_origin(name: str) -> str:
         return "built-in"
     zoo = zoo_of(name)
     if zoo:
-        return f"zoo adapter over {ZOOS[zoo][1]} ({package_version(ZOOS[zoo][1]) or 'not installed'})"
+        return f"zoo adapter over {ZOOS[zoo][1]} {package_version(ZOOS[zoo][1]) or '(not installed)'}"
     entry_points = dict(installed(WORKLOAD_GROUP))
     if name in entry_points:
         return f"entry point {WORKLOAD_GROUP} -> {entry_points[name]}"
@@ -100,9 +100,7 @@ def get_workload(name: str) -> Workload:
     cls = import_object(spec)
     if not (isinstance(cls, type) and issubclass(cls, Workload)) or inspect.isabstract(cls):
         raise ConfigError("workload", name, "a concrete subclass of workloads.base.Workload")
-    workload = cls()
-    workload.name = name      # the name cells carry, so that a child process rebuilds the same workload
-    return workload
+    return cls()   # its class's `name` names its presets tables; cells carry the name given here
 
 
 def workload_sources(name: str) -> list[Path]:
