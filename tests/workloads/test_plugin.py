@@ -96,3 +96,16 @@ def test_the_tutorial_plugin_runs_on_the_device_model_and_the_cpu_target(plugin_
     assert main(["measure", SPEC, "--allow-plugin", SPEC, "--json", "--timeout", "300"]) == 0
     measured = json.loads(capsys.readouterr().out)
     assert measured["status"] == "ok" and measured["metrics"]["throughput"] > 0
+
+
+def test_list_workloads_shows_plugins_and_zoos_beside_the_built_ins(plugin_path, monkeypatch):
+    from workloads import summary
+
+    points = {registry.WORKLOAD_GROUP: (("tiny-cnn", SPEC),)}
+    monkeypatch.setattr(registry, "installed", lambda group: points.get(group, ()))
+    monkeypatch.setattr(summary, "workload_row", lambda name: {"name": name})   # sizes: test_summary.py
+    rows = {r["name"]: r for r in summary.list_workloads()}
+    assert rows["resnet50"]["source"] == "built-in"
+    assert rows["tiny-cnn"]["source"] == f"entry point msbench.workloads -> {SPEC}"
+    assert rows["mindcv:<model>"]["source"].startswith("zoo adapter over mindcv")
+    assert list(rows)[-1] == "mindcv:<model>"
