@@ -38,6 +38,8 @@ def add_cell_options(p: argparse.ArgumentParser, preset_help: str = "preset name
     p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a preset field, e.g. seq_len=512 (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="trust this workload class, so that WORKLOAD may be MODULE:CLASS (repeatable)")
 
 
 def add_matrix_guards(p: argparse.ArgumentParser) -> None:
@@ -45,7 +47,7 @@ def add_matrix_guards(p: argparse.ArgumentParser) -> None:
     from msbench.matrix import MAX_CELLS
 
     p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
-                   help="trust this target class; a matrix may then name it as a target (repeatable)")
+                   help="trust this target or workload class; a matrix may then name it (repeatable)")
     p.add_argument("--max-cells", type=int, default=MAX_CELLS,
                    help=f"refuse a matrix of more cells than this (default {MAX_CELLS})")
 
@@ -77,10 +79,10 @@ def cell_from_args(args: argparse.Namespace, target: str):
     """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
     from msbench.cell import Cell
     from msbench.settings import make_settings, parse_assignments
-    from workloads.registry import WORKLOADS
+    from msbench.plugins import check_spec
+    from workloads.registry import check_workload
 
-    if args.workload not in WORKLOADS:
-        raise UserError(f"workload={args.workload!r} is not known; allowed: {', '.join(WORKLOADS)}")
+    check_workload(args.workload, tuple(check_spec(p) for p in args.allow_plugin), "the command line")
     settings = make_settings(parse_assignments(args.set), where="--set")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)

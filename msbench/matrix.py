@@ -247,7 +247,8 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         raise ConfigError("accuracy", accuracy, f"false under scenario={scenario!r} (accuracy is that of a tiny "
                           "training run; an inference cell trains nothing)", where)
     profile = _typed(data, "profile", bool, False, where, "true|false (a TOML boolean, not a string)")
-    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]") for i, w in enumerate(_tables(data, "workloads", where)))
+    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]", plugins)
+                      for i, w in enumerate(_tables(data, "workloads", where)))
     if not workloads:
         raise ConfigError("workloads", [], "at least one [[workloads]] entry", where)
     base = _knob_table(data.get("base", {}), f"{where}: [base]", "base")
@@ -341,13 +342,11 @@ def _knob_table(table: Any, where: str, key: str = "knobs") -> dict[str, Any]:
     return dict(table)
 
 
-def _workload_entry(table: Mapping[str, Any], where: str) -> WorkloadEntry:
-    from workloads.registry import WORKLOADS, get_workload
+def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ...] = ()) -> WorkloadEntry:
+    from workloads.registry import check_workload, get_workload
 
     _check_keys(table, WORKLOAD_KEYS, where, "workload key")
-    name = table.get("name")
-    if not isinstance(name, str) or name not in WORKLOADS:
-        raise ConfigError("workload", name, ", ".join(WORKLOADS), where)
+    name = check_workload(table.get("name"), plugins, where)    # an untrusted module:Class is refused unimported
     preset = _typed(table, "preset", str, "tiny", where, "a preset name (a string)")
     presets = _preset_names(name)
     if presets and preset not in presets:
@@ -360,9 +359,12 @@ def _workload_entry(table: Mapping[str, Any], where: str) -> WorkloadEntry:
 
 
 def _preset_names(workload: str) -> list[str]:
-    """Preset names from the family's presets.toml, read as data (no import of the workload module)."""
-    from workloads.registry import WORKLOADS
+    """Preset names from the family's presets.toml, read as data (no import of the workload module); a
+    zoo adapter's or plugin's from the workload itself (its class is trusted by now)."""
+    from workloads.registry import WORKLOADS, get_workload
 
+    if workload not in WORKLOADS:
+        return list(get_workload(workload).presets())
     package = WORKLOADS[workload].split(":")[0].split(".")[1]
     path = WORKLOADS_DIR / package / "presets.toml"
     if not path.exists():

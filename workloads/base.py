@@ -133,6 +133,18 @@ class Workload(ABC):
     def chance(self, preset: Preset) -> float:
         """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
 
+    def source_files(self) -> "list[Path]":
+        """Files whose edits change this workload's graphs and numbers (cache keys, fingerprints). Default:
+        the module defining the class and its presets file; an adapter adds the package it wraps."""
+        import inspect
+
+        return [Path(inspect.getfile(type(self))).resolve(), Path(self.presets_file)]
+
+    def calibrated_pipeline(self, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """(workload, preset, overrides) of the host-cost calibration entry that measured this cell's data
+        pipeline: its own, unless the workload feeds exactly another workload's pipeline (a zoo adapter)."""
+        return self.name, preset, dict(overrides)
+
     def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
         """Blocks to recompute: those the network marks with RECOMPUTE_UNIT (see `marked_blocks`)."""
         return marked_blocks(network, full)

@@ -1,4 +1,5 @@
-"""`msbench list workloads`: one row per registered workload, sizes computed from the built network.
+"""`msbench list workloads`: one row per workload (built-in, and installed `msbench.workloads` plugins),
+sizes computed from the built network, each with where it comes from; then one row per zoo adapter.
 
 Parameter counts come from the `full` network's trainable parameters and forward GFLOPs per sample
 (2 x multiply-accumulates of the matrix ops, the convention of published figures) from the one FLOP
@@ -17,7 +18,7 @@ from typing import Any, Sequence
 from msbench.cache import cache_get, cache_put, content_key, source_hash
 from msbench.errors import UserError
 from workloads.base import Workload
-from workloads.registry import WORKLOADS, get_workload
+from workloads.registry import WORKLOADS, ZOOS, get_workload, plugin_names, workload_origin
 
 CACHE_KIND = "workload-summary"
 ROW_VERSION = 1              # bump when the row's fields or their meaning change
@@ -90,16 +91,23 @@ def workload_row(name: str) -> dict[str, Any]:
     return row
 
 
+def zoo_row(zoo: str) -> dict[str, Any]:
+    """A zoo adapter stands for every model of its package: no one network to size."""
+    return {"name": f"{zoo}:<model>", "family": zoo, "presets": ["full", "tiny"], "input_shape": "",
+            "params": None, "gflops": None, "metric": "", "source": workload_origin(f"{zoo}:<model>")}
+
+
 def list_workloads(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Rows for `names` (default: every registered workload). A workload whose module cannot be imported
-    is an error naming it, after the other rows are computed and cached, never a silently short list."""
+    """Rows for `names` (default: every built-in workload, every installed plugin, then the zoo adapters).
+    A workload whose module cannot be imported is an error naming it, after the other rows are computed
+    and cached, never a silently short list."""
     rows, missing = [], []
-    for name in names or list(WORKLOADS):
+    for name in names or [*WORKLOADS, *plugin_names()]:
         try:
-            rows.append(workload_row(name))
+            rows.append({**workload_row(name), "source": workload_origin(name)})
         except UserError as err:       # get_workload: unknown name or an import that fails
             missing.append(f"{name} ({err})")
     if missing:
         raise UserError(f"{len(missing)} of {len(rows) + len(missing)} workloads cannot be listed: "
                         + "; ".join(missing))
-    return rows
+    return rows if names else [*rows, *(zoo_row(zoo) for zoo in ZOOS)]

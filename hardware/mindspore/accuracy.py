@@ -106,13 +106,15 @@ def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
 
 def workload_sources(workload: Any) -> list[Path]:
     """What the accuracy depends on: the workload's package (a `workloads/<family>/` folder) or, for a
-    workload outside it, its module and presets file; plus the shared top-level modules of workloads/
-    (base, pipeline, train_step, shared family code)."""
+    workload outside it, its `source_files()` (module and presets file; a zoo adapter's also the zoo's
+    sources); plus the shared top-level modules of workloads/ (base, pipeline, train_step, shared
+    family code)."""
     import inspect
 
     module_file = Path(inspect.getfile(type(workload))).resolve()
     in_family = module_file.parent.parent == ROOT / "workloads"
-    own = [module_file.parent] if in_family else [module_file, Path(workload.presets_file)]
+    own = [module_file.parent] if in_family else []
+    own += [p for p in workload.source_files() if not (in_family and p.resolve().is_relative_to(module_file.parent))]
     return [*own, *sorted((ROOT / "workloads").glob("*.py")), Path(__file__)]
 
 

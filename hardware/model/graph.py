@@ -58,18 +58,11 @@ def mindspore_version() -> str:
 
 
 def workload_sources(workload: str) -> list[Path]:
-    """The workload's package plus the shared step builder, base and pipeline: editing any changes the key."""
-    from workloads.registry import WORKLOADS
+    """The workload's sources (a plugin's too) plus the shared step builder, base and pipeline: editing any
+    changes the key (workloads/registry.py)."""
+    from workloads.registry import workload_sources as sources
 
-    from msbench.errors import ConfigError
-
-    if workload not in WORKLOADS:
-        raise ConfigError("workload", workload, ", ".join(WORKLOADS))
-    module = WORKLOADS[workload].split(":")[0]
-    package = REPO_ROOT / Path(*module.split(".")[:2])
-    shared = ("train_step.py", "base.py", "pipeline.py")
-    return [package if package.is_dir() else package.with_suffix(".py"),
-            *(REPO_ROOT / "workloads" / name for name in shared)]
+    return sources(workload)
 
 
 def check_preset(workload: str, preset: str, overrides: Mapping[str, Any]) -> None:

@@ -178,7 +178,11 @@ RENAMES = {"MaxPool3DWithArgmax": "MaxPoolWithArgmax", "MaxPool3DGradWithArgmax"
            "Dropout": "DropoutDoMask", "DropoutGrad": "DropoutDoMask", "Transpose": "ConfusionTransposeD"}
 # Primitives the CPU backend has no kernel for and expands into basic ops (scope "Expand/_<name>"); Ascend
 # runs each as one kernel of its own.
-EXPANDED = {"Expand/_SoftmaxBackward": "SoftmaxGrad"}
+EXPANDED = {"Expand/_SoftmaxBackward": "SoftmaxGrad", "Expand/_InplaceAddExt": "Add"}
+# In-place primitives (`x += y`, as mindcv's ResNet writes its residual add) expand into `Mul(y, alpha)`,
+# `Add(x, .)` and an `Assign` writing the sum back into x. Ascend's kernel (aclnnInplaceAdd) is the Add
+# of x and y (alpha = 1 scales nothing) writing x itself: the scalar and the write-back are no work.
+IN_PLACE = frozenset({"Expand/_InplaceAddExt"})
 
 
 def collapse_expansions(ops: Sequence[Op]) -> list[Op]:
@@ -187,11 +191,16 @@ def collapse_expansions(ops: Sequence[Op]) -> list[Op]:
     for op in ops:
         name = EXPANDED.get(op.scope)
         prev = out[-1] if out else None
+        if op.type == "Assign" and prev is not None and prev.scope in IN_PLACE and op.fusion_group is None \
+                and len(op.inputs) == 2 and op.inputs[1] in prev.outputs:
+            continue                        # the in-place kernel's own write-back
         if name and prev is not None and prev.scope == op.scope and prev.fusion_group is None \
                 and op.fusion_group is None and prev.phase == op.phase:
             ins = prev.inputs + tuple(t for t in op.inputs if t not in prev.outputs)
-            out[-1] = make_op(name, prev, ins, op.outputs, prev.flops + op.flops,
-                              nbytes=spec_bytes(ins + op.outputs))
+            flops = prev.flops + op.flops
+            if op.scope in IN_PLACE:    # Add(x, Mul(y, alpha)) reads x and y (specs compare by value: pick by place)
+                ins, flops = (op.inputs[0], *(t for t in prev.inputs if t.shape)), op.flops
+            out[-1] = make_op(name, prev, ins, op.outputs, flops, nbytes=spec_bytes(ins + op.outputs))
         elif name and op.fusion_group is None:
             out.append(replace(op, type=name))
         else:

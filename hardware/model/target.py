@@ -65,7 +65,10 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
-    host = host_cost(workload, preset, overrides, settings.data_format)     # the calibration file, no probe
+    from workloads.registry import get_workload
+
+    # The calibration file, no probe; a zoo adapter feeding a built-in pipeline reads that pipeline's entry.
+    host = host_cost(*get_workload(workload).calibrated_pipeline(preset, overrides or {}), settings.data_format)
     graph = cell_graph(workload, preset, overrides, settings, profile)
     if scenario == "inference":
         from hardware.model.inference import predict_inference

@@ -175,3 +175,20 @@ def test_each_matmul_gradient_is_converted_once_for_the_optimizer():
     trans = [i for i, o in enumerate(lowered) if o.type == "TransData"]
     optimizer_trans = [i for i in trans if lowered[i + 1].type == "ApplyMomentum"]
     assert len(optimizer_trans) == 2
+
+
+def test_an_in_place_add_is_one_add_kernel_as_the_out_of_place_one():
+    """`x += y` (mindcv's residual add) reaches the CPU graph as Mul(y, alpha), Add and an Assign back into
+    x; on the NPU it costs what `x + y` costs: one Add, no scalar multiply, no write-back."""
+    x, y, s = t(8, 256, 56, 56), t(8, 256, 56, 56), t()
+    scaled, total = t(8, 256, 56, 56), t(8, 256, 56, 56)
+    expand = "Expand/_InplaceAddExt"
+    in_place = [Op(type="Mul", scope=expand, inputs=(y, s), outputs=(scaled,), flops=10, bytes=1, unit="vector",
+                   phase="forward"),
+                Op(type="Add", scope=expand, inputs=(x, scaled), outputs=(total,), flops=10, bytes=1, unit="vector",
+                   phase="forward"),
+                op("Assign", (x, total), (x,))]
+    lowered = lower(graph(in_place), O0, NPU).ops
+    plain = lower(graph([op("Add", (x, y), (total,))]), O0, NPU).ops
+    assert [o.type for o in lowered] == [o.type for o in plain] == ["Add"]
+    assert lowered[0].bytes == plain[0].bytes and lowered[0].flops == 10

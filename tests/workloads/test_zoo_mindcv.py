@@ -1,0 +1,106 @@
+"""Peer cross-check: mindcv's ResNet-50, written elsewhere, against msbench's own `resnet50`.
+
+The two networks are the same published architecture fed the same data, so any difference in parameter
+count, forward FLOPs or the device model's step time, memory and bound is a bug in one of the networks
+or in the extraction (the graph the device model reads). The adapter itself (names, presets, the
+missing-package line) is tested here too. Full-size graphs come from small reference-batch extractions
+scaled exactly (hardware/model/scaling.py) and are cached (msbench/cache.py), like `make bench`'s.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("mindcv", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
+
+from msbench.errors import ConfigError, UserError  # noqa: E402
+from msbench.settings import make_settings  # noqa: E402
+from workloads import registry  # noqa: E402
+from workloads.zoo import mindcv as adapter  # noqa: E402
+
+# mindcv's README lists resnet50 at 25.61 M parameters: its count includes BatchNorm's moving mean and
+# variance (53,120 of them), which are state, not trainable weights.
+MINDCV_RESNET50_ALL_PARAMS = 25_610_152
+PEERS = ("resnet50", "mindcv:resnet50")
+PROFILES = ("ascend910a", "ascend910b")
+BATCHES = (32, 256)
+DEVICE_MODEL_RTOL = 0.05
+FLOPS_RTOL = 0.01
+
+
+def test_zoo_names_resolve_to_the_adapter_and_unknown_models_are_refused():
+    workload = registry.get_workload("mindcv:convnext_tiny")
+    assert workload.name == "mindcv:convnext_tiny" and workload.family == "mindcv"
+    assert sorted(workload.presets()) == ["full", "tiny"]
+    assert registry.check_workload("mindcv:convnext_tiny") == "mindcv:convnext_tiny"   # a zoo name needs no flag
+    assert "mindcv 0.3.0" in registry.workload_origin("mindcv:resnet50")
+    with pytest.raises(ConfigError, match="mindcv model='no_such_net'"):
+        registry.get_workload("mindcv:no_such_net")
+
+
+def test_presets_follow_the_model_and_feed_resnet50s_calibrated_pipeline():
+    vit = registry.get_workload("mindcv:vit_b_32_224")
+    cnn = registry.get_workload("mindcv:mobilenet_v3_large_100")
+    resnet = registry.get_workload("resnet50")
+    assert cnn.preset("full").image_size == 224 and cnn.preset("tiny").image_size == resnet.preset("tiny").image_size
+    assert vit.preset("tiny").image_size == 224          # ViT's position embeddings fix its input size
+    assert cnn.calibrated_pipeline("full", {}) == ("resnet50", "full", {})
+    assert vit.calibrated_pipeline("tiny", {}) == ("resnet50", "tiny", {"image_size": 224})
+    assert cnn.calibrated_pipeline("full", {"image_size": 160}) == ("resnet50", "full", {"image_size": 160})
+
+
+def test_a_missing_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(adapter.importlib.util, "find_spec", lambda name: None)
+    adapter.model_facts.cache_clear()
+    try:
+        with pytest.raises(UserError, match=r"pip install 'msbench\[zoo\]'"):
+            adapter.MindCVWorkload("resnet18")
+    finally:
+        adapter.model_facts.cache_clear()
+
+
+def test_zoo_sources_include_mindcvs_models(tmp_path):
+    sources = registry.workload_sources("mindcv:resnet50")
+    assert any(p.name == "models" and p.parent.name == "mindcv" for p in sources)
+    assert adapter.PRESETS_FILE in sources and all(p.exists() for p in sources)
+
+
+@pytest.mark.slow
+def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
+    from workloads.summary import trainable_params
+
+    counts = {}
+    for name in PEERS:
+        workload = registry.get_workload(name)
+        network = workload.build_network(workload.preset("full"))
+        counts[name] = (trainable_params(network), sum(int(p.size) for p in network.get_parameters()))
+    assert counts["mindcv:resnet50"][1] == MINDCV_RESNET50_ALL_PARAMS
+    assert counts["resnet50"] == counts["mindcv:resnet50"]
+
+
+@pytest.mark.slow
+def test_forward_gflops_agree(scratch):
+    from workloads.summary import workload_row
+
+    ours, theirs = (workload_row(name)["gflops"] for name in PEERS)
+    assert theirs == pytest.approx(ours, rel=FLOPS_RTOL)
+
+
+@pytest.fixture(scope="module")
+def predictions():
+    from hardware.model.target import predict_cell
+
+    return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
+            for name in PEERS for profile in PROFILES for batch in BATCHES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("batch", BATCHES)
+def test_device_model_agrees_on_both_networks(predictions, profile, batch):
+    ours, theirs = (predictions[(name, profile, batch)] for name in PEERS)
+    assert theirs.bound == ours.bound
+    assert theirs.step_time_s == pytest.approx(ours.step_time_s, rel=DEVICE_MODEL_RTOL)
+    # The step of both is data-bound at the full preset's 8 workers: compare the device's own time too.
+    assert theirs.detail["device_s"] == pytest.approx(ours.detail["device_s"], rel=DEVICE_MODEL_RTOL)
+    assert theirs.peak_memory_bytes == pytest.approx(ours.peak_memory_bytes, rel=DEVICE_MODEL_RTOL)

@@ -1,0 +1,1 @@
+"""Adapters over the model zoos MindSpore users train from: `<zoo>:<model>` names (workloads/registry.py)."""

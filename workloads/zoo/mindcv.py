@@ -1,0 +1,158 @@
+"""`mindcv:<model>`: any mindcv classification model as a workload, fed like resnet50.
+
+The network is mindcv's own (`mindcv.create_model`), untouched: the point of a peer network is that
+msbench's extraction, lowering and memory model were not written with it in mind. Data, augmentations,
+loss and schedule are resnet50's (its generated ImageNet-like JPEGs through its pipeline), so a mindcv
+cell and a resnet50 cell differ only in the network, and the host cost of a mindcv cell is resnet50's
+calibrated pipeline at the same image size (`calibrated_pipeline`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+import numpy as np
+
+from msbench.errors import ConfigError, UserError
+from workloads.base import Preset, Workload, make_preset
+from workloads.classification import chance_top1
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mindspore import nn
+    from mindspore.dataset import Dataset
+
+    from msbench.settings import Settings
+    from workloads.resnet50.workload import ResNetPreset
+
+PACKAGE = "mindcv"
+PIN = "mindcv==0.3.0"
+INSTALL = f"pip install 'msbench[zoo]' (or: pip install {PIN})"
+PRESETS_FILE = Path(__file__).with_name("mindcv.toml")
+DEFAULT_INPUT_SIZE = 224        # mindcv's `_cfg` default input size, for models whose config names none
+DATA_FIELDS = ("image_size", "num_classes", "train_samples", "eval_samples")   # what resnet50's pipeline reads
+
+
+@dataclass(frozen=True, kw_only=True)
+class MindCVPreset(Preset):
+    data: str                # the resnet50 preset whose images, pipeline, loss and schedule this one takes
+    image_size: int          # square network input resolution
+    num_classes: int
+    label_smoothing: float
+
+    def __post_init__(self) -> None:
+        for name in ("image_size", "batch_size", "train_samples", "eval_samples", "epochs"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, getattr(self, name), "integer >= 1", f"mindcv.{self.name}")
+        if self.num_classes < 2:
+            raise ConfigError("num_classes", self.num_classes, "integer >= 2", f"mindcv.{self.name}")
+
+
+def require_mindcv() -> Any:
+    """The mindcv package, or one line saying how to install it."""
+    if importlib.util.find_spec(PACKAGE) is None:
+        raise UserError(f"the mindcv:<model> workloads need the mindcv package, which is not installed; {INSTALL}")
+    import mindcv
+
+    return mindcv
+
+
+@functools.cache
+def model_facts(model: str) -> tuple[int, str]:
+    """(default input size, mindcv module) of a mindcv model; an unknown name is refused here."""
+    require_mindcv()
+    from mindcv.models import registry
+
+    if not registry.is_model(model):
+        raise ConfigError("mindcv model", model, "a name of mindcv.models.list_models() (e.g. resnet50, "
+                          "mobilenet_v3_large_100, vit_b_32_224, convnext_tiny)")
+    size = registry.get_pretrained_cfg(model).get("input_size", (3, DEFAULT_INPUT_SIZE, DEFAULT_INPUT_SIZE))
+    return int(size[-1]), registry.model_entrypoint(model).__module__.rpartition(".")[2]
+
+
+def resnet50() -> Workload:
+    from workloads.registry import get_workload
+
+    return get_workload("resnet50")
+
+
+class MindCVWorkload(Workload):
+    family: ClassVar[str] = "mindcv"
+    metric_name: ClassVar[str] = "top1"
+    preset_cls: ClassVar[type[Preset]] = MindCVPreset
+    presets_file: ClassVar[Path] = PRESETS_FILE
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.name = f"mindcv:{model}"
+        model_facts(model)                        # refuse an unknown model (or a missing package) now
+
+    def presets(self) -> dict[str, Preset]:
+        """resnet50's presets with this model's input size and the fields of mindcv.toml."""
+        with open(PRESETS_FILE, "rb") as fh:
+            table = tomllib.load(fh)
+        default_size, module = model_facts(self.model)
+        fixed = module in table["fixed_resolution"]["modules"]
+        out: dict[str, Preset] = {}
+        for name in ("full", "tiny"):
+            own = dict(table[name])
+            base = resnet50().presets()[own["data"]]
+            values = {f.name: getattr(base, f.name) for f in dataclasses.fields(MindCVPreset) if hasattr(base, f.name)}
+            values.update(own)
+            if name == "full" or fixed:
+                values["image_size"] = default_size
+            out[name] = make_preset(MindCVPreset, {**values, "name": name}, f"{PRESETS_FILE.name}:{name} ({self.name})")
+        return out
+
+    def source_files(self) -> list[Path]:
+        """This adapter and its presets, plus mindcv's model sources (found without importing mindcv)."""
+        spec = importlib.util.find_spec(PACKAGE)
+        models = [Path(spec.origin).parent / "models"] if spec and spec.origin else []
+        return [Path(__file__).resolve(), PRESETS_FILE, *models]
+
+    def data_preset(self, preset: MindCVPreset) -> "ResNetPreset":
+        """The resnet50 preset that generates and transforms exactly this preset's images."""
+        base = resnet50().presets()[preset.data]
+        return resnet50().preset(preset.data, self.data_overrides(preset, base))  # type: ignore[return-value]
+
+    @staticmethod
+    def data_overrides(preset: MindCVPreset, base: Any) -> dict[str, Any]:
+        return {f: getattr(preset, f) for f in DATA_FIELDS if getattr(preset, f) != getattr(base, f)}
+
+    def calibrated_pipeline(self, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """resnet50's calibration entry at this preset's data fields: the pipeline is the same one."""
+        p = self.preset(preset, overrides)
+        return "resnet50", p.data, self.data_overrides(p, resnet50().presets()[p.data])  # type: ignore[attr-defined]
+
+    def build_network(self, preset: MindCVPreset) -> "nn.Cell":  # type: ignore[override]
+        mindcv = require_mindcv()
+        return mindcv.create_model(self.model, num_classes=preset.num_classes, pretrained=False)
+
+    def build_loss(self, preset: MindCVPreset) -> "nn.Cell":  # type: ignore[override]
+        return resnet50().build_loss(self.data_preset(preset))
+
+    def columns(self, preset: Preset) -> tuple[list[str], list[str]]:
+        return ["image"], ["label"]
+
+    def synthetic_batch(self, preset: MindCVPreset, batch_size: int) -> list[np.ndarray]:  # type: ignore[override]
+        return resnet50().synthetic_batch(self.data_preset(preset), batch_size)  # type: ignore[return-value]
+
+    def make_dataset(self, preset: MindCVPreset, split: str, settings: "Settings", batch_size: int,  # type: ignore[override]
+                     rank: int = 0, world: int = 1, workdir: Path | None = None) -> "Dataset":
+        return resnet50().make_dataset(self.data_preset(preset), split, settings, batch_size,
+                                       rank=rank, world=world, workdir=workdir)
+
+    def evaluate(self, network: "nn.Cell", preset: MindCVPreset) -> dict[str, float]:  # type: ignore[override]
+        return resnet50().evaluate(network, self.data_preset(preset))
+
+    def chance(self, preset: MindCVPreset) -> float:  # type: ignore[override]
+        return chance_top1(preset.num_classes)
+
+
+def mindcv_workload(model: str) -> MindCVWorkload:
+    return MindCVWorkload(model)
