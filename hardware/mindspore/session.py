@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hardware.capabilities import Facts, refusal
 from hardware.mindspore import memory
 from hardware.mindspore.backend import ContextPlan, apply_context, apply_jit, op_threads, plan_context
 from hardware.mindspore.config import MeasureConfig
@@ -87,6 +88,12 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
         if cell.settings.recompute != "none" and step.recomputed_blocks == 0:
             return SessionResult(unsupported=f"recompute={cell.settings.recompute}: {cell.workload} marks no "
                                              "blocks to recompute, so the knob would change nothing")
+        from workloads.pipeline import ragged_last_batch
+
+        ragged = refusal(cell.settings, f"mindspore:{device}",
+                         Facts(ragged_last_batch=ragged_last_batch(preset, cell.settings)))
+        if ragged:
+            return SessionResult(unsupported=ragged)
         apply_jit(step.cell, plan)
         data = workload.make_dataset(preset, "train", cell.settings, step.step_batch, rank=rank, world=world,
                                      workdir=cache_dir("datasets"))
