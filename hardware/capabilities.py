@@ -114,7 +114,7 @@ EFFECTS: dict[str, dict[str, Effect]] = {
                                           f"{MODES}: the measured process/thread time ratio of the pipeline"),
     "shared_mem": _everywhere("ds.config.set_enable_shared_mem(enable)",
                               f"{MODES}: the measured shared-memory on/off time ratio of the pipeline"),
-    "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize/HWC2CHW .device('Ascend') (DVPP)")
+    "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize .device('Ascend') (DVPP)")
                           for k in REAL_KINDS},
                        **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units")
                           for k in MODEL_KINDS}},
@@ -201,7 +201,7 @@ REFUSALS: tuple[Refusal, ...] = (
                          "target has no such unit"),
     Refusal("augment_device", KINDS, lambda s, f: s.augment_device == "ascend" and f.device_vision_ops is False,
             lambda s, f: "augment_device=ascend: this workload's pipeline has no deterministic vision op "
-                         "(Decode/Resize/Normalize/HWC2CHW) to move to the device"),
+                         "(Decode/Resize/Normalize) to move to the device"),
     Refusal("drop_remainder", KINDS, lambda s, f: not s.drop_remainder and f.ragged_last_batch is False,
             lambda s, f: "drop_remainder=false: the training split divides into whole batches, so there is no "
                          "ragged last batch to keep (set batch_size so that it does not)"),
