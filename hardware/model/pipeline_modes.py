@@ -136,6 +136,26 @@ def recompile_seconds(settings: Settings, modes: PipelineModes | None, ops: int,
     return _need(modes, "drop_remainder").compile_s_per_op * ops * scale / max(epoch_steps + 1, 1)
 
 
+def estimates_read(settings: Settings, profile_name: str, on_npu: bool) -> list[dict[str, Any]]:
+    """The `estimate` constants of these tips that a prediction read: key, range and reason."""
+    from hardware.model.memory import SOMAS_PACKING_LOSS
+
+    out = []
+    if settings.augment_device == "ascend":
+        out += [{"key": "pipeline_modes.JPEGD_FPS", "range": [JPEGD_FPS["low"], JPEGD_FPS["high"]],
+                 "reason": "CANN JPEGD totals per product; not stated per chip"},
+                {"key": "pipeline_modes.VPC_FPS", "range": [VPC_FPS["low"], VPC_FPS["high"]],
+                 "reason": "CANN VPC totals per product; not stated per chip"}]
+    if not settings.drop_remainder and on_npu:
+        out.append({"key": "pipeline_modes.ASCEND_COMPILE_SCALE",
+                    "range": [ASCEND_COMPILE_SCALE["low"], ASCEND_COMPILE_SCALE["high"]],
+                    "reason": "Ascend compile per op against the CPU backend's: no component measurement"})
+    if settings.memory_optimize_level == "O1":
+        out.append({"key": "memory.SOMAS_PACKING_LOSS", "range": [SOMAS_PACKING_LOSS["low"], SOMAS_PACKING_LOSS["high"]],
+                    "reason": "SOMAS' packing loss against the pool's fragmentation: not measured"})
+    return out
+
+
 @dataclass(frozen=True)
 class HostWithModes:
     """A host cost (hardware.model.host_cost.HostCost) with its pipeline's calibrated modes: what

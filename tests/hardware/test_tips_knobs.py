@@ -52,6 +52,9 @@ def test_device_augmentation_moves_the_vision_share_and_keeps_decode_where_jpegd
     on_910a = run(A910, augment_device="ascend").detail["data_total_s"]
     assert on_910a == pytest.approx(run(A910).detail["data_total_s"] * (1 - 0.1), rel=1e-5)   # Normalize only
     assert pm.moved_ops(MODES, "ascend910a") == ("Normalize",)
+    assert [e["key"] for e in run(augment_device="ascend").detail["tip_estimates"]] == [
+        "pipeline_modes.JPEGD_FPS", "pipeline_modes.VPC_FPS"]
+    assert "tip_estimates" not in run().detail
     assert capability("augment_device", "ascend", "model:cpu").status == "refused"
     assert "DVPP" in capability("augment_device", "ascend", "mindspore:cpu").text
 
