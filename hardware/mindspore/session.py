@@ -106,7 +106,9 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     if not plan.device_memory_counters and config.memory_profile_steps:
         pool_peak = memory.profiled_pool_peak(lambda: run_step(*fetch()).asnumpy(), config.memory_profile_steps,
                                               Path(tempfile.mkdtemp(prefix=f"profile-rank{rank}-", dir=".")))
-    extra.update(amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
+    extra.update(memory_pool={k: v for k, v in (("optimize_level", plan.memory_optimize_level),
+                                                ("max_size", plan.max_memory)) if v},
+                 amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
                  warmup_s=measurement.warmup, first_step_s=measurement.first_step_s,
                  loss_first=measurement.losses[0], loss_last=measurement.losses[-1])
     return SessionResult(measurement=measurement, steps_per_call=per_call, step_batch=step.step_batch,

@@ -155,3 +155,18 @@ def test_the_calibration_file_loads_for_the_default_pipelines():
         assert modes.process_ratio[1] > 0 and modes.compile_s_per_op > 0
     assert pm.pipeline_modes("resnet50", "tiny", "generator").vision_shares
     assert not pm.pipeline_modes("bert-base", "tiny", "generator").vision_shares
+
+
+@pytest.mark.slow
+def test_a_real_cpu_cell_with_somas_and_a_ragged_batch(toy_env, toy_cell, monkeypatch):
+    """mindspore:cpu end to end: set_memory(optimize_level="O1") applied, 256 samples at batch 24 kept ragged."""
+    from msbench.runner import run_cell
+
+    for name in ("PROCESSES", "MAX_PROCESSES"):
+        monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", "1")      # one measured process is enough here
+    record = run_cell(toy_cell(mode="graph", memory_optimize_level="O1", drop_remainder=False, batch_size=24),
+                      timeout=180.0)
+    assert record.status == "ok", record.reason
+    assert record.metrics.extra["memory_pool"] == {"optimize_level": "O1"}
+    refused = run_cell(toy_cell(mode="graph", max_device_memory=1.0), timeout=60.0)
+    assert refused.status == "unsupported" and "does not enforce" in refused.reason
