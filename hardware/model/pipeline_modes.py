@@ -19,13 +19,11 @@ host_time (`data_time_ratio`), so the host-cost law of host_time.py stays the on
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from hardware.model.calibration_file import load_calibration
 from msbench.errors import UserError
 from msbench.settings import Settings
 
@@ -62,19 +60,9 @@ class PipelineModes:
     calibration_hash: str
 
 
-@functools.cache
-def _load(path: Path) -> tuple[str, dict[str, Any]]:
-    raw = path.read_bytes()
-    data = json.loads(raw)
-    if data.get("schema") != SCHEMA:
-        raise UserError(f"{path}: schema={data.get('schema')!r} is not allowed; allowed: {SCHEMA} "
-                        "(re-measure it with `msbench calibrate pipeline-modes`)")
-    return hashlib.sha256(raw).hexdigest()[:16], data
-
-
 def pipeline_modes(workload: str, preset: str, data_format: str, path: Path = CALIBRATION_FILE) -> PipelineModes:
     """The calibrated modes of a cell's pipeline; a missing entry names the command that measures it."""
-    digest, data = _load(path)
+    digest, data = load_calibration(path, SCHEMA, "msbench calibrate pipeline-modes")
     key = f"{workload}/{preset}/{data_format}"
     entry, compile_entry = data["pipelines"].get(key), data["compile"].get(workload)
     if entry is None or compile_entry is None:
