@@ -167,6 +167,10 @@ def build_pipeline(spec: PipelineSpec, settings: Settings, batch_size: int, *, r
     ds.config.set_seed(settings.seed)
     processes = settings.python_multiprocessing
     if processes:
+        python_stages = any(is_python_op(op) for stage in spec.stages for op in stage.operations)
+        if settings.data_format == "mindrecord" and not python_stages and spec.per_batch is None:
+            raise ValueError("python_multiprocessing=true: this MindRecord pipeline has no Python stage (its "
+                             "source and maps are C++ operations), so process workers would change nothing")
         ds.config.set_enable_shared_mem(settings.shared_mem)
     place_vision_ops(spec.stages, settings.augment_device)
     shard = {"num_shards": world, "shard_id": rank} if world > 1 else {}

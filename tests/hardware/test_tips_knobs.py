@@ -147,6 +147,17 @@ def test_device_augmentation_places_only_the_deterministic_ops_and_refuses_a_tex
         place_vision_ops([MapStage([lambda x: x], ["input_ids"])], "ascend")
 
 
+def test_process_workers_are_refused_on_a_pipeline_without_python_stages(tmp_path):
+    from workloads.pipeline import build_pipeline
+    from workloads.registry import get_workload
+
+    wl = get_workload("resnet50")
+    spec = wl.pipeline_spec(wl.preset("tiny"), "train")          # MindRecord + C++ vision ops only
+    settings = make_settings({"data_format": "mindrecord", "python_multiprocessing": True})
+    with pytest.raises(ValueError, match="no Python stage"):
+        build_pipeline(spec, settings, 32, workdir=tmp_path)
+
+
 def test_the_calibration_file_loads_for_the_default_pipelines():
     from hardware.calibration.pipeline_modes import DEFAULT_PIPELINES
 
