@@ -181,3 +181,19 @@ def test_a_real_cpu_cell_with_somas_and_a_ragged_batch(toy_env, toy_cell, monkey
     assert record.metrics.extra["memory_pool"] == {"optimize_level": "O1"}
     refused = run_cell(toy_cell(mode="graph", max_device_memory=1.0), timeout=60.0)
     assert refused.status == "unsupported" and "does not enforce" in refused.reason
+
+
+def test_the_calibration_times_the_deterministic_vision_ops_eagerly():
+    import numpy as np
+
+    from hardware.calibration.pipeline_modes import pixels, vision_shares
+    from workloads.registry import get_workload
+
+    assert pixels(np.zeros((40, 30, 3))) == 1200 and pixels(np.zeros((3, 32, 32))) == 1024
+    wl = get_workload("resnet50")
+    measured = vision_shares(wl, wl.preset("tiny"))
+    assert set(measured["vision_shares"]) == {"Decode", "Resize", "Normalize"}
+    assert 0 < sum(measured["vision_shares"].values()) < 1
+    assert (measured["stored_pixels"], measured["output_pixels"]) == (40 * 40, 32 * 32)
+    bert = get_workload("bert-base")
+    assert vision_shares(bert, bert.preset("tiny"))["vision_shares"] == {}
