@@ -60,7 +60,7 @@ class Settings:
     python_multiprocessing: bool = knob(False, (False, True), "the pipeline's Python stages (generator source, Python maps) in worker processes instead of threads")
     shared_mem: bool = knob(True, (False, True), "ds.config.set_enable_shared_mem: process workers hand rows over in shared memory (2.10 default on, Linux); only with python_multiprocessing")
     augment_device: str = knob("cpu", ("cpu", "ascend"), "where the deterministic vision ops (Decode/Resize/Normalize) run: host CPU or .device('Ascend') (DVPP); random ops stay on the host")
-    drop_remainder: bool = knob(True, (False, True), "drop the ragged last batch of an epoch; false keeps it (a new shape: one more graph compile per epoch)")
+    drop_remainder: bool = knob(True, (False, True), "drop the ragged last batch of an epoch (default true: msbench's pipelines always did, so cell ids stay; Dataset.batch's own default is false); false keeps it: a new shape, one more graph compile per epoch")
     memory_optimize_level: str = knob("O0", ("O0", "O1"), "ms.runtime.set_memory(optimize_level): O0 the dynamic pool, O1 static memory reuse planned over the graph's liveness (SOMAS)")
     max_device_memory: float | None = knob(None, FloatRange(0.0, 1024.0, "GiB"), "device memory pool cap in GiB (ms.runtime.set_memory(max_size)); unset = the chip's usable memory")
 
