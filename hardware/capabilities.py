@@ -40,6 +40,10 @@ class Facts:
     accuracy: bool = False               # the model target also runs the real tiny-preset accuracy
     profile_sinks: bool = True           # the profile's launch model supports dataset sink
     host_is_device: bool = False         # the profile's data pipeline shares the device's cores (never overlaps)
+    ragged_last_batch: bool | None = None    # the training split leaves a ragged last batch (drop_remainder acts)
+    device_vision_ops: bool | None = None    # the pipeline has deterministic vision ops MindSpore can run on Ascend
+    usable_gib: float | None = None          # the profile's usable device memory
+    fragmentation: float | None = None       # the profile's pool fragmentation (what SOMAS can remove)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ def _everywhere(real: str, model: str) -> dict[str, Effect]:
 GRAPH = "the compiled op graph (extraction key)"
 STEP = "workloads.train_step.build_train_step"
 DATASET = "workloads.pipeline.make_dataset"
+MODES = "hardware.model.pipeline_modes"
 
 # knob -> target kind -> what a supported value does. Every knob of Settings appears, every kind too.
 EFFECTS: dict[str, dict[str, Effect]] = {
@@ -105,6 +110,20 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
                       for k in REAL_KINDS},
                    **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
+    "python_multiprocessing": _everywhere(f"{DATASET}: GeneratorDataset/map(python_multiprocessing=True)",
+                                          f"{MODES}: the measured process/thread time ratio of the pipeline"),
+    "shared_mem": _everywhere("ds.config.set_enable_shared_mem(enable)",
+                              f"{MODES}: the measured shared-memory on/off time ratio of the pipeline"),
+    "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize .device('Ascend') (DVPP)")
+                          for k in REAL_KINDS},
+                       **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units")
+                          for k in MODEL_KINDS}},
+    "drop_remainder": _everywhere(f"{DATASET}: data.batch(batch_size, drop_remainder=...)",
+                                  f"{MODES}: one more graph compile per epoch for the ragged batch"),
+    "memory_optimize_level": _everywhere("ms.runtime.set_memory(optimize_level=...)",
+                                         "memory.estimate_memory: the pool's fragmentation (O0) or SOMAS' plan (O1)"),
+    "max_device_memory": _everywhere("ms.runtime.set_memory(max_size='<GiB>GB')",
+                                     "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 }
 
 # The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
@@ -118,6 +137,8 @@ WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
     "sink": ({"mode": "graph"},),
     "sink_size": ({"mode": "graph", "sink": True},),
     "lr_scaling": ({}, {"devices": 8}),
+    "shared_mem": ({"python_multiprocessing": True},),
+    "drop_remainder": ({"mode": "graph"}, {}),
 }
 
 # Representative values of integer knobs (boundaries, the default, a typical value).
@@ -128,6 +149,7 @@ WALK_VALUES: dict[str, tuple[Any, ...]] = {
     "prefetch": (0, 1, 16, 1024),
     "sink_size": (-1, 1, 4),
     "seed": (0, 1, 2**31 - 1),
+    "max_device_memory": (None, 0.5, 16.0, 1024.0),
 }
 
 def _preset_batch(s: Any) -> bool:
@@ -174,6 +196,28 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("sink", MODEL_KINDS, lambda s, f: s.sink and not f.profile_sinks,
             lambda s, f: "sink=true: dataset sink is not available on this profile "
                          "(MindSpore sinks only on Ascend/GPU)"),
+    Refusal("augment_device", ("mindspore:cpu", "mindspore:gpu", "model:cpu"), lambda s, f: s.augment_device == "ascend",
+            lambda s, f: "augment_device=ascend: vision ops run with .device('Ascend') on Ascend's DVPP only; this "
+                         "target has no such unit"),
+    Refusal("augment_device", KINDS, lambda s, f: s.augment_device == "ascend" and f.device_vision_ops is False,
+            lambda s, f: "augment_device=ascend: this workload's pipeline has no deterministic vision op "
+                         "(Decode/Resize/Normalize) to move to the device"),
+    Refusal("drop_remainder", KINDS, lambda s, f: not s.drop_remainder and f.ragged_last_batch is False,
+            lambda s, f: "drop_remainder=false: the training split divides into whole batches, so there is no "
+                         "ragged last batch to keep (set batch_size so that it does not)"),
+    Refusal("max_device_memory", ("mindspore:cpu",), lambda s, f: s.max_device_memory is not None,
+            lambda s, f: "max_device_memory: the CPU backend does not enforce a pool cap (max_size=0.05GB still "
+                         "used 700 MB; max_device_memory is ignored with a warning)"),
+    Refusal("drop_remainder", MODEL_KINDS, lambda s, f: not s.drop_remainder and s.mode != "graph",
+            lambda s, f: "drop_remainder=false in pynative mode: the device model charges the ragged batch's "
+                         "recompile in graph mode only (PyNative's per-op shape cache is not modelled)"),
+    Refusal("memory_optimize_level", MODEL_KINDS, lambda s, f: s.memory_optimize_level == "O1" and f.fragmentation == 0,
+            lambda s, f: "memory_optimize_level=O1: this profile's pool has no fragmentation for SOMAS to remove "
+                         "(on the real CPU, O1 used more: 1978 vs 1824 MB RSS)"),
+    Refusal("max_device_memory", MODEL_KINDS,
+            lambda s, f: s.max_device_memory is not None and f.usable_gib is not None and s.max_device_memory >= f.usable_gib,
+            lambda s, f: f"max_device_memory={s.max_device_memory:g}: at or above this profile's usable "
+                         f"{f.usable_gib:g} GiB, so the pool is the chip's usable memory either way"),
     Refusal("lr_scaling", KINDS, lambda s, f: s.lr_scaling != DEFAULTS["lr_scaling"] and _preset_batch(s),
             lambda s, f: f"lr_scaling={s.lr_scaling}: the global batch is the preset's (no batch_size, devices or "
                          "grad_accum set), so there is no scaling to change"),

@@ -22,7 +22,7 @@ HANDLERS: dict[str, str] = {
     "measure": "hardware.mindspore.cli:measure_command",
     "predict": "hardware.model.cli:predict_command",
     "validate": "hardware.model.validate:validate_command",
-    "calibrate": "hardware.calibration.host_cost:calibrate_command",
+    "calibrate": "hardware.calibration.cli:calibrate_command",
     "report": "msbench.report.cli:report_command",
     "compare": "msbench.compare:compare_command",
     "nightly": "msbench.nightly:nightly_command",
@@ -155,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="train", choices=["train", "inference"],
                    help="train: one optimizer step; inference: one forward call of the network")
 
-    p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json")
-    p.add_argument("what", choices=["host"])
+    p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json "
+                                         "(host) or pipeline_modes.json (pipeline-modes)")
+    p.add_argument("what", choices=["host", "pipeline-modes"])
     p.add_argument("workloads", nargs="*", help="workloads to measure (default: every entry already in the file)")
     p.add_argument("--preset", action="append", default=[], help="preset (repeatable; default: tiny and full)")
     p.add_argument("--data-format", action="append", default=[], choices=["generator", "mindrecord"],

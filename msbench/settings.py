@@ -21,6 +21,18 @@ def knob(default: Any, allowed: tuple | range | None, help: str) -> Any:
 MAX_INT = 1 << 20
 
 
+@dataclass(frozen=True)
+class FloatRange:
+    """Allowed values of a float knob: above `low` (exclusive) and at most `high`."""
+
+    low: float
+    high: float
+    unit: str
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, float) and self.low < value <= self.high
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """Every knob of a training run. Defaults are MindSpore 2.10's own (or the preset's, for batch size)."""
@@ -45,6 +57,12 @@ class Settings:
     lr_schedule: str = knob("constant", ("constant", "cosine", "step", "poly"), "learning-rate schedule")
     seed: int = knob(1, range(0, 2**31), "global random seed")
     lr_scaling: str = knob("linear", ("linear", "none"), "learning rate vs the global batch: linear (Goyal et al. 2017, warm-up when it grows) or none (the preset's rate)")
+    python_multiprocessing: bool = knob(False, (False, True), "the pipeline's Python stages (generator source, Python maps) in worker processes instead of threads")
+    shared_mem: bool = knob(True, (False, True), "ds.config.set_enable_shared_mem: process workers hand rows over in shared memory (2.10 default on, Linux); only with python_multiprocessing")
+    augment_device: str = knob("cpu", ("cpu", "ascend"), "where the deterministic vision ops (Decode/Resize/Normalize) run: host CPU or .device('Ascend') (DVPP); random ops stay on the host")
+    drop_remainder: bool = knob(True, (False, True), "drop the ragged last batch of an epoch (default true: msbench's pipelines always did, so cell ids stay; Dataset.batch's own default is false); false keeps it: a new shape, one more graph compile per epoch")
+    memory_optimize_level: str = knob("O0", ("O0", "O1"), "ms.runtime.set_memory(optimize_level): O0 the dynamic pool, O1 static memory reuse planned over the graph's liveness (SOMAS)")
+    max_device_memory: float | None = knob(None, FloatRange(0.0, 1024.0, "GiB"), "device memory pool cap in GiB (ms.runtime.set_memory(max_size)); unset = the chip's usable memory")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -102,6 +120,11 @@ RULES: tuple[Rule, ...] = (
          "(O2 keeps norms fp32, O3 does not): the same value again would be a cell that changes nothing",
          "keep_batchnorm_fp32=false at O2, true at O3, else unset",
          lambda s: (s.amp_level, s.keep_batchnorm_fp32) in (("O2", True), ("O3", False))),
+    Rule(("shared_mem", "python_multiprocessing"), "shared_mem changes how process workers hand rows over; "
+         "thread workers share memory anyway", "shared_mem=true (the default) unless python_multiprocessing=true",
+         lambda s: not s.shared_mem and not s.python_multiprocessing),
+    Rule(("drop_remainder", "grad_accum"), "a ragged last batch cannot be split into grad_accum equal micro-batches",
+         "drop_remainder=true when grad_accum > 1", lambda s: not s.drop_remainder and s.grad_accum > 1),
     Rule(("cache", "data_format"), "the dataset cache needs a mappable source (data_format=mindrecord); "
          "MindSpore refuses a GeneratorDataset under cache", "cache=false unless data_format=mindrecord",
          lambda s: s.cache and s.data_format != "mindrecord"),
@@ -109,11 +132,13 @@ RULES: tuple[Rule, ...] = (
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 KNOB_META: dict[str, Mapping[str, Any]] = {f.name: f.metadata for f in fields(Settings)}
-UNSET_TYPES: dict[str, type] = {"batch_size": int, "keep_batchnorm_fp32": bool}   # knobs whose default is "unset"
+UNSET_TYPES: dict[str, type] = {"batch_size": int, "keep_batchnorm_fp32": bool, "max_device_memory": float}   # knobs whose default is "unset"
 KNOB_TYPES: dict[str, type] = {f.name: UNSET_TYPES.get(f.name, type(f.default)) for f in fields(Settings)}
 
 
-def describe_allowed(allowed: tuple | range | None) -> str:
+def describe_allowed(allowed: tuple | range | FloatRange | None) -> str:
+    if isinstance(allowed, FloatRange):
+        return f"{allowed.unit} > {allowed.low:g} and <= {allowed.high:g}, or unset"
     if isinstance(allowed, range):
         return f"integer {allowed.start}..{allowed.stop - 1}"
     return "|".join("unset" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in allowed or ())
@@ -146,6 +171,11 @@ def parse_value(name: str, text: str) -> Any:
     if kind is int:
         try:
             return int(text)
+        except ValueError:
+            raise ConfigError(name, text, describe_allowed(KNOB_META[name]["allowed"])) from None
+    if kind is float:
+        try:
+            return float(text)
         except ValueError:
             raise ConfigError(name, text, describe_allowed(KNOB_META[name]["allowed"])) from None
     return text.strip()
@@ -204,7 +234,7 @@ def knob_table() -> list[dict[str, Any]]:
             "name": f.name,
             "type": KNOB_TYPES[f.name].__name__,
             "default": f.default,
-            "allowed": (describe_allowed(allowed) if isinstance(allowed, range) else list(allowed)),
+            "allowed": (describe_allowed(allowed) if isinstance(allowed, (range, FloatRange)) else list(allowed)),
             "help": f.metadata["help"],
             "targets": {kind: summary(f.name, kind) for kind in KINDS},
         })

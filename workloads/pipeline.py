@@ -1,8 +1,9 @@
 """One real mindspore.dataset pipeline for every workload, honouring the data-pipeline knobs.
 
 A workload supplies a random-access source of numpy samples and its map operations; this module
-applies `data_format` (generator or MindRecord), `cache`, `workers`, `prefetch`, sharding by rank
-and batching with drop_remainder, so the knobs mean the same thing for every family.
+applies `data_format` (generator or MindRecord), `cache`, `workers`, `prefetch`,
+`python_multiprocessing` with `shared_mem`, `augment_device`, sharding by rank and batching with
+`drop_remainder`, so the knobs mean the same thing for every family.
 """
 
 from __future__ import annotations
@@ -117,6 +118,45 @@ def mindrecord_path(spec: PipelineSpec, workdir: Path) -> Path:
     return path
 
 
+# The deterministic vision ops of the workloads' pipelines that MindSpore 2.10 runs with `.device("Ascend")`
+# (DVPP). HWC2CHW and CenterCrop have no `.device` in 2.10 and the random ops stay on the host too.
+DEVICE_VISION_OPS = ("Decode", "Resize", "Normalize")
+
+
+def ragged_last_batch(preset: Any, settings: Settings) -> bool:
+    """Whether an epoch of the training split ends in a partial batch on each rank (the rank's shard is
+    the split's ceiling share, as MindSpore's distributed sampler pads it): what drop_remainder drops."""
+    import math
+
+    from workloads.train_step import step_batch_size
+
+    return math.ceil(preset.train_samples / settings.devices) % step_batch_size(preset, settings) != 0
+
+
+def is_python_op(op: Any) -> bool:
+    """A Python callable (not one of MindSpore's C++ TensorOperations): what python_multiprocessing moves."""
+    from mindspore.dataset.transforms.transforms import TensorOperation
+
+    return callable(op) and not isinstance(op, TensorOperation)
+
+
+def device_vision_ops(stages: Sequence[MapStage]) -> list[Any]:
+    """The pipeline's ops that `augment_device=ascend` places on the device."""
+    return [op for stage in stages for op in stage.operations if type(op).__name__ in DEVICE_VISION_OPS]
+
+
+def place_vision_ops(stages: Sequence[MapStage], device: str) -> None:
+    """`augment_device=ascend`: the deterministic vision ops run on the device; refuse a pipeline without one."""
+    if device == "cpu":
+        return
+    ops = device_vision_ops(stages)
+    if not ops:
+        raise ValueError("augment_device=ascend: this pipeline has no deterministic vision op "
+                         f"({'/'.join(DEVICE_VISION_OPS)}) to move to the device")
+    for op in ops:
+        op.device("Ascend")
+
+
 def build_pipeline(spec: PipelineSpec, settings: Settings, batch_size: int, *, rank: int = 0, world: int = 1,
                    workdir: Path | None = None):
     """The batched dataset for `spec` under the cell's data knobs."""
@@ -125,6 +165,14 @@ def build_pipeline(spec: PipelineSpec, settings: Settings, batch_size: int, *, r
     if settings.prefetch > 0:
         ds.config.set_prefetch_size(settings.prefetch)
     ds.config.set_seed(settings.seed)
+    processes = settings.python_multiprocessing
+    if processes:
+        python_stages = any(is_python_op(op) for stage in spec.stages for op in stage.operations)
+        if settings.data_format == "mindrecord" and not python_stages and spec.per_batch is None:
+            raise ValueError("python_multiprocessing=true: this MindRecord pipeline has no Python stage (its "
+                             "source and maps are C++ operations), so process workers would change nothing")
+        ds.config.set_enable_shared_mem(settings.shared_mem)
+    place_vision_ops(spec.stages, settings.augment_device)
     shard = {"num_shards": world, "shard_id": rank} if world > 1 else {}
     if settings.data_format == "mindrecord":
         path = mindrecord_path(spec, Path(workdir or ".msbench-data"))
@@ -138,13 +186,16 @@ def build_pipeline(spec: PipelineSpec, settings: Settings, batch_size: int, *, r
                               shuffle=spec.shuffle, cache=cache, **shard)
     else:
         data = ds.GeneratorDataset(spec.source, column_names=spec.columns, shuffle=spec.shuffle,
-                                   num_parallel_workers=settings.workers, python_multiprocessing=False, **shard)
+                                   num_parallel_workers=settings.workers, python_multiprocessing=processes, **shard)
     for stage in spec.stages:
+        python = processes and any(is_python_op(op) for op in stage.operations)
         data = data.map(operations=list(stage.operations), input_columns=stage.input_columns,
-                        output_columns=stage.output_columns, num_parallel_workers=settings.workers)
+                        output_columns=stage.output_columns, num_parallel_workers=settings.workers,
+                        python_multiprocessing=python)
     if spec.project is not None:
         data = data.project(spec.project)
+    drop = settings.drop_remainder
     if spec.per_batch is not None:
-        return data.batch(batch_size, drop_remainder=True, per_batch_map=spec.per_batch,
-                          num_parallel_workers=settings.workers)
-    return data.batch(batch_size, drop_remainder=True, num_parallel_workers=settings.workers)
+        return data.batch(batch_size, drop_remainder=drop, per_batch_map=spec.per_batch,
+                          num_parallel_workers=settings.workers, python_multiprocessing=processes)
+    return data.batch(batch_size, drop_remainder=drop, num_parallel_workers=settings.workers)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hardware.capabilities import Facts, refusal
-from msbench.settings import Settings
+from msbench.settings import DEFAULTS, Settings
 
 MS_DEVICE = {"cpu": "CPU", "ascend": "Ascend", "gpu": "GPU"}
 DEVICE_NODES = {"ascend": "/dev/davinci[0-9]*", "gpu": "/dev/nvidia[0-9]*"}
@@ -27,8 +27,9 @@ class ContextPlan:
     """Everything `apply_context` will set, as data: `device` for `ms.set_device`, `mode` for
     `ms.set_context(mode=...)`, `jit_level` for `cell.set_jit_config(ms.JitConfig(jit_level=...))`
     (None = leave MindSpore's default), `graph_kernel` for `ms.set_context(enable_graph_kernel=True)`,
-    `threads` for the CPU op thread pool, `env` set before the first kernel runs, and the dataset-sink
-    plan (`ms.data_sink(step, dataset, sink_size=...)`, Ascend/GPU only)."""
+    `threads` for the CPU op thread pool, `env` set before the first kernel runs, the dataset-sink
+    plan (`ms.data_sink(step, dataset, sink_size=...)`, Ascend/GPU only), and the memory pool's
+    `ms.runtime.set_memory(optimize_level=..., max_size=...)` (None = MindSpore's default)."""
 
     device: str
     mode: str                       # "GRAPH_MODE" | "PYNATIVE_MODE"
@@ -39,6 +40,8 @@ class ContextPlan:
     sink_size: int
     device_memory_counters: bool    # ms.runtime.max_memory_allocated is meaningful (not 0 as on the CPU)
     env: dict[str, str] = field(default_factory=dict)
+    memory_optimize_level: str | None = None     # set_memory(optimize_level=...); None = leave the default
+    max_memory: str | None = None                # set_memory(max_size="<GiB>GB"); None = the device's usable memory
 
 
 def host_cpus() -> int:
@@ -94,6 +97,9 @@ def plan_context(settings: Settings, device: str, threads: int | None = None) ->
         sink_size=settings.sink_size,
         device_memory_counters=not on_cpu,
         env=isa_env() if on_cpu else {},
+        memory_optimize_level=(settings.memory_optimize_level
+                               if settings.memory_optimize_level != DEFAULTS["memory_optimize_level"] else None),
+        max_memory=None if settings.max_device_memory is None else f"{settings.max_device_memory:g}GB",
     )
 
 
@@ -106,6 +112,9 @@ def apply_context(plan: ContextPlan) -> None:
     ms.set_context(mode=getattr(ms, plan.mode))
     if plan.graph_kernel:
         ms.set_context(enable_graph_kernel=True)   # deprecated spelling, but jit O1 does not fuse on CPU
+    memory = {k: v for k, v in (("optimize_level", plan.memory_optimize_level), ("max_size", plan.max_memory)) if v}
+    if memory:
+        ms.runtime.set_memory(**memory)
     global _op_threads
     if plan.threads and _op_threads is None:
         ms.device_context.cpu.op_tuning.threads_num(plan.threads)   # settable once per process

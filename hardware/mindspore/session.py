@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hardware.capabilities import Facts, refusal
 from hardware.mindspore import memory
 from hardware.mindspore.backend import ContextPlan, apply_context, apply_jit, op_threads, plan_context
 from hardware.mindspore.config import MeasureConfig
@@ -91,6 +92,12 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
         if cell.settings.recompute != "none" and step.recomputed_blocks == 0:
             return SessionResult(unsupported=f"recompute={cell.settings.recompute}: {cell.workload} marks no "
                                              "blocks to recompute, so the knob would change nothing")
+        from workloads.pipeline import ragged_last_batch
+
+        ragged = refusal(cell.settings, f"mindspore:{device}",
+                         Facts(ragged_last_batch=ragged_last_batch(preset, cell.settings)))
+        if ragged:
+            return SessionResult(unsupported=ragged)
         apply_jit(step.cell, plan)
         data = workload.make_dataset(preset, "train", cell.settings, step.step_batch, rank=rank, world=world,
                                      workdir=cache_dir("datasets"))
@@ -109,7 +116,9 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     elif not plan.device_memory_counters and config.memory_profile_steps:
         pool_peak = memory.profiled_pool_peak(lambda: run_step(*fetch()).asnumpy(), config.memory_profile_steps,
                                               Path(tempfile.mkdtemp(prefix=f"profile-rank{rank}-", dir=".")))
-    extra.update(amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
+    extra.update(memory_pool={k: v for k, v in (("optimize_level", plan.memory_optimize_level),
+                                                ("max_size", plan.max_memory)) if v},
+                 amp_effective=step.amp, recomputed_blocks=step.recomputed_blocks, stop_reason=measurement.stop_reason,
                  warmup_s=measurement.warmup, first_step_s=measurement.first_step_s,
                  loss_first=measurement.losses[0], loss_last=measurement.losses[-1])
     return SessionResult(measurement=measurement, steps_per_call=per_call, step_batch=step.step_batch,

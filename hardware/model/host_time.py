@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from hardware.model.compute import Kernel
+from hardware.model.pipeline_modes import data_time_ratio, device_vision_seconds, modes_of, recompile_seconds
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
@@ -45,8 +46,9 @@ class HostTime:
     device_s: float            # device kernels alone
     roundtrip_s: float         # per-step host round trip (amortised over a sink round)
     transfer_s: float          # host -> device copy of the batch (0 under sink: the queue prefetches)
-    data_s: float              # host data-pipeline time for one step's samples
+    data_s: float              # data-pipeline time for one step's samples (host, or the device's vision units)
     data_overlapped: bool
+    recompile_s: float = 0.0   # the ragged last batch's extra compile per epoch, per step (pipeline_modes.py)
 
     @property
     def dispatch_s(self) -> float:
@@ -119,15 +121,23 @@ def pipeline_workers(settings: Settings, profile: HardwareProfile) -> int:
 
 
 def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> float:
-    return per_sample_seconds(pipeline_workers(settings, profile), host) * samples / profile.host.core_speed
+    """Host seconds at the cell's workers, times the measured ratio of its pipeline knobs; vision ops moved
+    to the device are a pipelined stage of their own (pipeline_modes.py), so the slower stage sets the pace."""
+    workers = pipeline_workers(settings, profile)
+    modes = modes_of(host)
+    host_s = (per_sample_seconds(workers, host) * samples / profile.host.core_speed
+              * data_time_ratio(settings, modes, workers, profile.name))
+    return max(host_s, device_vision_seconds(settings, modes, samples, profile.name))
 
 
 def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile, host: HostCostLike,
-              samples_per_step: int, epoch_steps: int) -> HostTime:
+              samples_per_step: int, epoch_steps: int, graph_ops: int = 0) -> HostTime:
     device = sum(k.time_s for k in kernels)
     path = kernel_path_seconds(kernels, settings, profile)
     roundtrip = profile.launch.step_us * 1e-6 / steps_per_round(settings, epoch_steps)
     transfer = 0.0 if settings.sink else host.bytes_per_sample * samples_per_step / (profile.host.link_gbps * 1e9)
     overlapped = settings.prefetch > 0 and not profile.host.shares_device
     return HostTime(kernel_path_s=path, device_s=device, roundtrip_s=roundtrip, transfer_s=transfer,
-                    data_s=data_seconds(samples_per_step, settings, profile, host), data_overlapped=overlapped)
+                    data_s=data_seconds(samples_per_step, settings, profile, host), data_overlapped=overlapped,
+                    recompile_s=recompile_seconds(settings, modes_of(host), graph_ops, epoch_steps,
+                                                  profile.profile.kind == "npu"))

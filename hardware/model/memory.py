@@ -17,6 +17,13 @@ that DropoutDoMask reads instead of the CPU's input-sized mask. A ReLU output th
 kernel reads too (the next convolution's weight gradient) stays. BatchNorm keeps what both backends'
 gradients read (BNTrainingUpdateGrad/BatchNormGrad: the input and the batch statistics), so no change.
 The runtime adds workspace, the data-sink queue, and allocator fragmentation on top.
+
+`memory_optimize_level`: O0 (MindSpore's default) allocates from the dynamic pool as tensors are
+created and frees them at their last use (the liveness above), paying the profile's fragmentation;
+O1 turns on SOMAS, which plans every tensor's offset ahead of run time from the graph's lifetimes, so
+the pool's fragmentation becomes the plan's packing loss (SOMAS_PACKING_LOSS, an estimate).
+`max_device_memory` caps the pool: the OOM threshold is min(cap, usable memory), as `set_memory`'s
+max_size is ("the actual memory used is the minimum of the device's available memory and max_size").
 """
 
 from __future__ import annotations
@@ -36,6 +43,24 @@ OPTIMIZER_STATES = {"momentum": 1, "lars": 1, "adam": 2, "adamw": 2, "lamb": 2}
 # (reference ascend-hardware.md, B).
 SINK_QUEUE_BATCHES = 100
 SINK_QUEUE_MAX_BYTES = 2 * 10**9
+
+# SOMAS' packing loss as a share of the dynamic pool's fragmentation: estimate, range 0..1 (no
+# component-level measurement of SOMAS' plan against the pool was found; a static plan of known
+# lifetimes cannot fragment more than the run-time pool, and packs without gaps at best).
+SOMAS_PACKING_LOSS = {"central": 0.25, "low": 0.0, "high": 1.0}
+
+
+def capacity_bytes(settings: Settings, profile: HardwareProfile) -> int:
+    """The OOM threshold: the chip's usable memory, or the `max_device_memory` cap below it."""
+    usable = profile.memory.usable_gib
+    cap = usable if settings.max_device_memory is None else min(settings.max_device_memory, usable)
+    return int(cap * 2**30)
+
+
+def fragmentation_share(settings: Settings, profile: HardwareProfile) -> float:
+    """Allocator overhead on the dynamic memory: the pool's (O0) or SOMAS' packing loss (O1)."""
+    share = profile.memory.fragmentation
+    return share * SOMAS_PACKING_LOSS["central"] if settings.memory_optimize_level == "O1" else share
 
 
 @dataclass(frozen=True)
@@ -132,4 +157,5 @@ def estimate_memory(graph: OpGraph, settings: Settings, profile: HardwareProfile
     dynamic = activations + grads + workspace + queue
     return MemoryEstimate(params=graph.param_bytes, optimizer_states=states, accumulation=accumulation,
                           activations=activations, grads=grads, workspace=workspace, data_queue=queue,
-                          fragmentation=int(dynamic * mem.fragmentation), capacity=int(mem.usable_gib * 2**30))
+                          fragmentation=int(dynamic * fragmentation_share(settings, profile)),
+                          capacity=capacity_bytes(settings, profile))

@@ -28,6 +28,7 @@ from hardware.model.host_time import (HostCostLike, HostTime, KernelSlot, host_t
 from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
+from hardware.model.pipeline_modes import estimates_read
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
@@ -113,20 +114,20 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
     ks = list(device_kernels) if device_kernels is not None else kernels(lowered.ops, profile)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
-    ht = host_time(ks, settings, profile, host, samples, epoch_steps)
+    ht = host_time(ks, settings, profile, host, samples, epoch_steps, len(graph.ops))
     phases = phase_seconds(ks)
     comm = gradient_allreduce(graph.param_bytes, settings.devices, phases["backward"] + phases["recompute"], profile)
 
-    serial = ht.kernel_path_s + ht.roundtrip_s + ht.transfer_s + comm.exposed_s
+    serial = ht.kernel_path_s + ht.roundtrip_s + ht.transfer_s + comm.exposed_s + ht.recompile_s
     data_exposed = max(0.0, ht.data_s - serial) if ht.data_overlapped else ht.data_s
     step = serial + data_exposed
     breakdown = {**phases, "dispatch": ht.dispatch_s, "roundtrip": ht.roundtrip_s, "transfer": ht.transfer_s,
-                 "comm": comm.exposed_s, "data": data_exposed}
+                 "comm": comm.exposed_s, "data": data_exposed, **({"recompile": ht.recompile_s} if ht.recompile_s else {})}
 
     compute_bound = sum((k.time_s for k in ks if not k.memory_bound), 0.0)
     memory_bound = sum((k.time_s for k in ks if k.memory_bound), 0.0)
     shares = {"compute": compute_bound, "memory": memory_bound,
-              "host": ht.dispatch_s + ht.roundtrip_s + ht.transfer_s, "data": data_exposed, "comm": comm.exposed_s}
+              "host": ht.dispatch_s + ht.roundtrip_s + ht.transfer_s + ht.recompile_s, "data": data_exposed, "comm": comm.exposed_s}
     pipeline_limits = ht.data_overlapped and ht.data_s >= serial      # the device waits for batches
     bound = "data" if pipeline_limits else max(BOUNDS, key=lambda b: shares[b])
 
@@ -144,7 +145,9 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
                 "profile": profile.name, "profile_hash": profile.digest,
                 "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)],
-                "host_cost_hash": host.calibration_hash},
+                "host_cost_hash": host.calibration_hash,
+                **({"tip_estimates": tips} if (tips := estimates_read(settings, profile.name,
+                                                                      profile.profile.kind == "npu")) else {})},
         parts=StepParts(kernels=tuple(ks), slots=tuple(kernel_slots(ks, settings, profile)), host=ht, comm=comm,
                         data_exposed_s=data_exposed,
                         pipeline_workers=pipeline_workers(settings, profile)),

@@ -21,7 +21,7 @@ from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
 from msbench.scenario import scenario_refusal
-from msbench.settings import Settings
+from msbench.settings import DEFAULTS, Settings
 
 
 HARDWARE_DIR = Path(__file__).resolve().parent.parent
@@ -34,6 +34,7 @@ class CellPrediction:
     prediction: Prediction
     graph: OpGraph
     profile: HardwareProfile
+    host: Any = None               # the host cost the prediction read (with its pipeline modes, if any)
 
 
 def fusion_enabled(settings: Settings, profile: HardwareProfile) -> bool:
@@ -51,30 +52,44 @@ def cell_graph(workload: str, preset: str, overrides: Mapping[str, Any], setting
     from hardware.model.fusion import apply_fusion
     from hardware.model.graph import extract_graph
     from workloads.registry import get_workload
+    from workloads.pipeline import ragged_last_batch
     from workloads.train_step import steps_per_epoch
 
     graph = extract_graph(workload, preset, overrides, settings, compile_missing)
     if fusion_enabled(settings, profile):
         graph = apply_fusion(graph)
-    epoch = steps_per_epoch(get_workload(workload).preset(preset, overrides), settings)
-    return dataclasses.replace(graph, meta={**graph.meta, "steps_per_epoch": epoch})
+    spec = get_workload(workload).preset(preset, overrides)
+    return dataclasses.replace(graph, meta={**graph.meta, "steps_per_epoch": steps_per_epoch(spec, settings),
+                                            "ragged_last_batch": ragged_last_batch(spec, settings)})
+
+
+MODE_KNOBS = ("python_multiprocessing", "augment_device", "drop_remainder")   # read pipeline_modes.json
+
+
+def cell_host(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> Any:
+    """The calibrated host cost (the file, no probe), with the pipeline's calibrated modes when a knob that reads
+    them is set; a zoo adapter feeding a built-in pipeline reads that pipeline's entries."""
+    from hardware.model.host_cost import host_cost
+    from hardware.model.pipeline_modes import HostWithModes, pipeline_modes
+    from workloads.registry import get_workload
+
+    source, source_preset, source_overrides = get_workload(workload).calibrated_pipeline(preset, overrides or {})
+    host = host_cost(source, source_preset, source_overrides, settings.data_format)
+    if all(getattr(settings, k) == DEFAULTS[k] for k in MODE_KNOBS):
+        return host
+    return HostWithModes(host, pipeline_modes(source, source_preset, settings.data_format))
 
 
 def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
                  profile_name: str, *, scenario: str = "train") -> CellPrediction:
-    from hardware.model.host_cost import host_cost
-
     profile = load_profile(profile_name)
-    from workloads.registry import get_workload
-
-    # The calibration file, no probe; a zoo adapter feeding a built-in pipeline reads that pipeline's entry.
-    host = host_cost(*get_workload(workload).calibrated_pipeline(preset, overrides or {}), settings.data_format)
+    host = cell_host(workload, preset, overrides, settings)
     graph = cell_graph(workload, preset, overrides, settings, profile)
     if scenario == "inference":
         from hardware.model.inference import predict_inference
 
-        return CellPrediction(predict_inference(graph, settings, profile, host), graph, profile)
-    return CellPrediction(predict(graph, settings, profile, host), graph, profile)
+        return CellPrediction(predict_inference(graph, settings, profile, host), graph, profile, host)
+    return CellPrediction(predict(graph, settings, profile, host), graph, profile, host)
 
 
 def prediction_metrics(pred: Mapping[str, Any]) -> Metrics:
@@ -86,6 +101,14 @@ def prediction_metrics(pred: Mapping[str, Any]) -> Metrics:
         memory_capacity_bytes=pred["memory_capacity_bytes"], oom=pred["oom"], bound=pred["bound"],
         mfu=pred["mfu"], breakdown=dict(pred["breakdown"]), extra={"detail": dict(pred["detail"])},
     )
+
+
+def prediction_vision_ops(result: CellPrediction) -> bool | None:
+    """Whether the cell's pipeline has deterministic vision ops (known from its calibrated modes)."""
+    from hardware.model.pipeline_modes import modes_of
+
+    modes = modes_of(result.host)
+    return None if modes is None else bool(modes.vision_shares)
 
 
 class ModelTarget:
@@ -115,9 +138,11 @@ class ModelTarget:
         """The capability table's kind: `model:npu` or `model:cpu`, by the profile."""
         return f"model:{self.profile.profile.kind}"
 
-    def facts(self, marked_blocks: int | None = None) -> Facts:
-        return Facts(accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
-                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks)
+    def facts(self, marked_blocks: int | None = None, ragged: bool | None = None,
+              vision_ops: bool | None = None) -> Facts:
+        return Facts(ragged_last_batch=ragged, device_vision_ops=vision_ops, accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
+                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks,
+                     usable_gib=self.profile.memory.usable_gib, fragmentation=self.profile.memory.fragmentation)
 
     def supports(self, cell: Cell) -> str | None:
         return scenario_refusal(cell.settings, cell.scenario) or refusal(cell.settings, self.kind, self.facts())
@@ -138,8 +163,11 @@ class ModelTarget:
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name,
                               scenario=cell.scenario)
-        marked = result.graph.meta.get("recomputed_blocks")
-        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
+        meta = result.graph.meta
+        marked = meta.get("recomputed_blocks")
+        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None,
+                                                              meta.get("ragged_last_batch"),
+                                                              prediction_vision_ops(result)))
         if reason:     # known only once the graph is extracted, as on the real target once the step is built
             return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())

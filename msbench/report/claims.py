@@ -271,6 +271,10 @@ CLAIMS: tuple[Claim, ...] = (
           pairs({"devices": (1,)}, {"devices": (8,)}), scaling_measure),
 )
 
+from msbench.report.claims_tips import TIP_CLAIMS  # noqa: E402  (built from the classes above)
+
+CLAIMS = CLAIMS + TIP_CLAIMS
+
 
 @dataclass(frozen=True)
 class ClaimResult:

@@ -72,3 +72,15 @@ def elements(shape: tuple[int, ...]) -> int:
 def many_small(n: int, shape: tuple[int, ...] = (64, 64)) -> OpGraph:
     """A step of `n` tiny elementwise kernels: dispatch-bound everywhere."""
     return graph([elementwise(shape) for _ in range(n)])
+
+
+def fake_modes(**changes):
+    """A calibrated pipeline-modes entry (hardware/model/pipeline_modes.py) with distinct ratios and a vision
+    stage, so each pipeline knob moves the prediction."""
+    from hardware.model.pipeline_modes import PipelineModes
+
+    values = dict(process_ratio={1: 0.8, 2: 0.7}, process_no_shm_ratio={1: 1.1, 2: 1.05},
+                  vision_shares={"Decode": 0.5, "Normalize": 0.1}, stored_pixels=500 * 375,
+                  output_pixels=224 * 224, compile_s_per_op=0.01, calibration_hash="fake-modes")
+    return PipelineModes(**{**values, **changes})
+

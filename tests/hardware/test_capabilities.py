@@ -21,13 +21,14 @@ from hardware.model.host_cost import entry_key
 from hardware.model.predict import predict
 from hardware.model.profile import load_profile
 from hardware.model.target import ModelTarget, fusion_enabled
-from model_graphs import FakeHost, mlp_step  # noqa: E402
+from hardware.model.pipeline_modes import HostWithModes
+from model_graphs import FakeHost, fake_modes, mlp_step  # noqa: E402
 from msbench.errors import ConfigError
 from msbench.settings import DEFAULTS, Settings, make_settings
 
 PROFILES = {"model:npu": load_profile("ascend910b"), "model:cpu": load_profile("cpu")}
 GRAPH = dataclasses.replace(mlp_step(32), meta={"steps_per_epoch": 100})   # as cell_graph sets it
-HOST = FakeHost(per_sample_s=2e-4, bytes_per_sample=150_528)
+HOST = HostWithModes(FakeHost(per_sample_s=2e-4, bytes_per_sample=150_528), fake_modes())
 CPUS = 2
 
 
@@ -45,7 +46,9 @@ def real_signature(s: Settings, device: str) -> dict:
                        "lr": scaled_lr(get_workload("resnet50").preset("tiny"), s)},
         "dataset": {"prefetch_size": s.prefetch if s.prefetch > 0 else None, "seed": s.seed,
                     "source": s.data_format, "cache": s.cache if s.data_format == "mindrecord" else None,
-                    "workers": s.workers},
+                    "workers": s.workers, "python_multiprocessing": s.python_multiprocessing,
+                    "shared_mem": s.shared_mem if s.python_multiprocessing else None,
+                    "vision_ops_device": s.augment_device, "drop_remainder": s.drop_remainder},
         "msrun_world": s.devices,
     }
 
@@ -75,7 +78,8 @@ def kind_facts(kind: str, accuracy: bool) -> Facts:
         return Facts(cpus=CPUS)
     profile = PROFILES[kind]
     return Facts(accuracy=accuracy, profile_sinks=profile.launch.supports_sink,
-                 host_is_device=profile.host.shares_device)
+                 host_is_device=profile.host.shares_device, usable_gib=profile.memory.usable_gib,
+                 fragmentation=profile.memory.fragmentation)
 
 
 def signature(s: Settings, kind: str, facts: Facts) -> dict:
@@ -126,6 +130,12 @@ def test_the_table_covers_every_knob_and_kind_and_every_refusal_can_fire():
     assert refusal(make_settings({"recompute": "full"}), "model:npu", Facts(marked_blocks=0)).startswith("recompute=full")
     assert refusal(make_settings({"recompute": "full"}), "model:npu", Facts(marked_blocks=3)) is None
     fired.add(recompute)
+    for knob, value, refusing in (("augment_device", "ascend", Facts(device_vision_ops=False)),
+                                  ("drop_remainder", False, Facts(ragged_last_batch=False))):
+        settings = make_settings({knob: value})
+        assert refusal(settings, "mindspore:ascend", refusing).startswith(f"{knob}=")
+        assert refusal(settings, "mindspore:ascend", Facts()) is None
+        fired |= {i for i, r in enumerate(REFUSALS) if r.knob == knob and r.when(settings, refusing)}
     assert fired == set(range(len(REFUSALS)))
 
 

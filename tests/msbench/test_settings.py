@@ -5,7 +5,8 @@ from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_setting
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
-                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling"]
+                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling", "python_multiprocessing", "shared_mem",
+                "augment_device", "drop_remainder", "memory_optimize_level", "max_device_memory"]
 
 
 def test_every_design_knob_is_listed_with_its_fields():
@@ -18,10 +19,24 @@ def test_every_design_knob_is_listed_with_its_fields():
 def test_defaults_are_mindspore_defaults():
     s = Settings()
     assert (s.mode, s.jit_level, s.amp_level, s.prefetch, s.workers, s.sink_size) == ("pynative", "O0", "O0", 16, 1, -1)
+    # GeneratorDataset threads; ds.config.get_enable_shared_mem() is True in 2.10; set_memory's optimize_level O0
+    assert (s.python_multiprocessing, s.shared_mem, s.memory_optimize_level, s.max_device_memory) == (False, True, "O0", None)
+
+
+def test_the_memory_cap_parses_as_gib_and_unset():
+    assert parse_assignments(["max_device_memory=16", "drop_remainder=false"]) == {"max_device_memory": 16.0,
+                                                                                   "drop_remainder": False}
+    assert parse_assignments(["max_device_memory=unset"]) == {"max_device_memory": None}
+    assert make_settings({"max_device_memory": 16.0}).non_default() == {"max_device_memory": 16.0}
 
 
 @pytest.mark.parametrize("values, field, fragment", [
     ({"colour": "red"}, "knob", "allowed: mode, jit_level"),
+    ({"shared_mem": False}, "shared_mem", "unless python_multiprocessing=true"),
+    ({"drop_remainder": False, "grad_accum": 2}, "drop_remainder", "grad_accum equal micro-batches"),
+    ({"max_device_memory": 0.0}, "max_device_memory", "GiB > 0 and <= 1024, or unset"),
+    ({"max_device_memory": 16}, "max_device_memory", "float"),
+    ({"augment_device": "gpu"}, "augment_device", "cpu|ascend"),
     ({"amp_level": "O5"}, "amp_level", "O0|O1|O2|O3"),
     ({"batch_size": "64"}, "batch_size", "int"),
     ({"graph_kernel": 1}, "graph_kernel", "bool"),
@@ -52,6 +67,8 @@ RULE_FIRES = [
     {"amp_level": "O0", "loss_scale": "static"},
     {"amp_level": "O1", "keep_batchnorm_fp32": True},
     {"amp_level": "O2", "keep_batchnorm_fp32": True},
+    {"shared_mem": False},
+    {"drop_remainder": False, "grad_accum": 4},
     {"data_format": "generator", "cache": True},
 ]
 

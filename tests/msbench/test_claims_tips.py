@@ -1,0 +1,45 @@
+"""The data-pipeline and memory tip claims (msbench/report/claims_tips.py), read from cell pairs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report_fixtures import bd, record  # noqa: E402
+
+from msbench.report.claims import FAILS, HOLDS, NO_DATA, PARTLY, evaluate_claims  # noqa: E402
+from msbench.report.load import RecordSet  # noqa: E402
+
+TIPS = ("python_multiprocessing", "shared_mem", "augment_device", "drop_remainder", "memory_reuse")
+
+
+def verdicts(records):
+    return {r.claim.key: r for r in evaluate_claims(RecordSet.of(records).frame) if r.claim.key in TIPS}
+
+
+def test_each_tip_claim_reads_its_pair():
+    got = verdicts([
+        record(thr=1000, peak_gib=20, breakdown=bd(0.025)),
+        record(thr=1100, peak_gib=20, breakdown=bd(0.025), python_multiprocessing=True),
+        record(thr=1000, peak_gib=20, breakdown=bd(0.025), python_multiprocessing=True, shared_mem=False),
+        record(thr=1000, peak_gib=20, breakdown=bd(0.025), augment_device="ascend"),
+        record(thr=990, peak_gib=20, breakdown=bd(0.025), batch_size=48),
+        record(thr=960, peak_gib=20, breakdown=bd(0.025), batch_size=48, drop_remainder=False),
+        record(thr=1000, peak_gib=19.8, breakdown=bd(0.025), memory_optimize_level="O1"),
+    ])
+    assert {k: got[k].verdict for k in TIPS} == {"python_multiprocessing": HOLDS, "shared_mem": HOLDS,
+                                                 "augment_device": PARTLY, "drop_remainder": HOLDS,
+                                                 "memory_reuse": PARTLY}
+    assert got["shared_mem"].evidence[0].values["speedup"] == pytest.approx(1.1)
+    assert got["drop_remainder"].evidence[0].values["throughput_cost"] == pytest.approx(1 - 960 / 990)
+    assert got["memory_reuse"].evidence[0].values["memory_ratio"] == pytest.approx(0.99)
+
+
+def test_a_tip_without_its_pair_has_no_data_and_a_slower_change_fails():
+    got = verdicts([record(thr=1000, breakdown=bd(0.025)),
+                    record(thr=800, breakdown=bd(0.025), python_multiprocessing=True)])
+    assert got["python_multiprocessing"].verdict == FAILS and got["augment_device"].verdict == NO_DATA
