@@ -9,7 +9,7 @@ from hardware.model.llm.shape import DecoderShape, Parallel
 from hardware.model.profile import load_profile
 
 SHAPE = DecoderShape(layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, seq=4096)
-PARAMS = StageParams(layer=202_383_360, first=131_072_000, last=131_076_096)
+PARAMS = StageParams(layer=202_383_360, first=131_072_000, last=131_076_096, total=6_738_415_616)
 BLOCK = PassCost(forward_s=0.004, backward_s=0.008, optimizer_s=0.001)
 ENDS = PassCost(forward_s=0.002, backward_s=0.004)
 
@@ -73,6 +73,5 @@ def test_exposed_dp_comm_grows_when_backward_cannot_hide_it(profile):
 
 def test_mfu_counts_model_flops_only(profile):
     s = step(profile, tp=8)
-    n = 32 * PARAMS.layer + PARAMS.first + PARAMS.last
-    assert s.model_flops_per_token == 6 * n + 12 * 32 * 4096 * 4096
+    assert s.model_flops_per_token == 6 * PARAMS.total + 12 * 32 * 4096 * 4096
     assert s.mfu(353.9) == pytest.approx(s.tokens_per_s_per_device * s.model_flops_per_token / 353.9e12)

@@ -11,8 +11,17 @@ from msbench.errors import ConfigError
 GPT3 = DecoderShape(layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=51200, seq=2048,
                     gated_ffn=False, dropout=True)
 LLAMA7B = DecoderShape(layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, seq=4096)
-LLAMA7B_PARAMS = StageParams(layer=4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096, first=32000 * 4096,
-                             last=32000 * 4096 + 4096)
+LAYER = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096
+TOTAL = 32 * LAYER + 2 * 32000 * 4096 + 4096
+
+
+def shard(t: int) -> StageParams:
+    """Llama 2 7B's parameters on one of t tensor-parallel ranks (norms replicated)."""
+    return StageParams(layer=(LAYER - 2 * 4096) // t + 2 * 4096, first=32000 * 4096 // t,
+                       last=32000 * 4096 // t + 4096, total=TOTAL)
+
+
+LLAMA7B_PARAMS = shard(1)
 
 
 def korthikanti(shape: DecoderShape, b: int, t: int, sp: bool, recompute: str) -> float:
@@ -59,18 +68,19 @@ def test_first_stage_holds_pipeline_depth_micro_batches():
 
 def test_optimizer_shard_divides_states_by_data_parallel_size():
     profile = load_profile("ascend910b")
-    plain = llm_memory(LLAMA7B, Parallel(tp=2, dp=4), LLAMA7B_PARAMS, profile)
-    shard = llm_memory(LLAMA7B, Parallel(tp=2, dp=4, optimizer_shard=True), LLAMA7B_PARAMS, profile)
-    assert shard.optimizer_states == pytest.approx(plain.optimizer_states / 4, abs=1)
-    assert shard.params == pytest.approx(plain.params / 4, abs=1)
-    assert shard.transient > 0 and shard.peak < plain.peak
+    plain = llm_memory(LLAMA7B, Parallel(tp=2, dp=4), shard(2), profile)
+    sharded = llm_memory(LLAMA7B, Parallel(tp=2, dp=4, optimizer_shard=True), shard(2), profile)
+    assert sharded.optimizer_states == pytest.approx(plain.optimizer_states / 4, abs=1)
+    assert sharded.params == pytest.approx(plain.params / 4, abs=1)
+    assert plain.params == pytest.approx(4 * (32 * shard(2).layer + shard(2).first + shard(2).last), abs=1)
+    assert sharded.transient > 0 and sharded.peak < plain.peak
 
 
 def test_oom_flips_with_micro_batch_and_recompute():
     profile = load_profile("ascend910b")
 
     def oom(b: int, recompute: str) -> bool:
-        return llm_memory(LLAMA7B, Parallel(tp=8, micro_batch=b, recompute=recompute), LLAMA7B_PARAMS, profile).oom
+        return llm_memory(LLAMA7B, Parallel(tp=8, micro_batch=b, recompute=recompute), shard(8), profile).oom
 
     assert not oom(4, "none") and oom(8, "none")
     assert not oom(8, "full")

@@ -73,8 +73,7 @@ def tp_seconds_per_block(shape: DecoderShape, par: Parallel, profile: HardwarePr
 
 
 def model_flops_per_token(shape: DecoderShape, params: StageParams) -> float:
-    total = shape.layers * params.layer + params.first + params.last
-    return 6.0 * total + 12.0 * shape.layers * shape.hidden * shape.seq
+    return 6.0 * params.total + 12.0 * shape.layers * shape.hidden * shape.seq
 
 
 def ends_share(first: float, last: float, stages: int) -> float:
@@ -110,7 +109,7 @@ def compose(shape: DecoderShape, par: Parallel, block: PassCost, first: PassCost
 
     # Data parallel: the fullest stage's gradients, under the last micro-batch's backward.
     stage_params = layers * params.layer + ends_share(params.first, params.last, p)
-    grad_bytes = GRAD_BYTES * stage_params / par.tp
+    grad_bytes = GRAD_BYTES * stage_params
     dp_group = comm.dp_group(par)
     backward_window = layers * (block.backward_s + block.recompute_s)
     if par.optimizer_shard:

@@ -17,7 +17,7 @@ the first stage; the output layer's norm input, head input and fp32 logits, 4sbh
 SP (Korthikanti §4.3), on the last.
 
 Model states (Rajbhandari et al. 2019, ZeRO, K = 12 for Adam) under MindSpore's AMP, which stores
-fp32 Parameters: weights 4Ψ, gradients 4Ψ, Adam moments 8Ψ bytes, Ψ the stage's parameters over t.
+fp32 Parameters: weights 4Ψ, gradients 4Ψ, Adam moments 8Ψ bytes, Ψ the parameters of the stage's shard on this card.
 MindSpore's parallel optimizer (`enable_parallel_optimizer`, docs features/parallel/optimizer_parallel)
 "saves the parameters as minimal slices and updates them in the optimizer" across the data-parallel
 cards: weights and states divide by dp, gradients are reduce-scattered to 1/dp (ZeRO-2 semantics),
@@ -41,11 +41,13 @@ FA_STAT_BYTES = 2 * 8 * 4    # softmax_max + softmax_sum, 8 fp32 per (b, a, s)
 
 @dataclass(frozen=True)
 class StageParams:
-    """Trainable parameters of the model by position (from the extracted block and ends)."""
+    """Trainable parameters one tensor-parallel rank holds, by position (from the per-shard extraction),
+    and the whole model's count (for MFU)."""
 
-    layer: int            # one decoder block
-    first: int            # the embedding (on pipeline stage 1)
-    last: int             # final norm + output head (on the last stage; 0 when tied to the embedding)
+    layer: int            # one decoder block's shard
+    first: int            # the embedding's shard (on pipeline stage 1)
+    last: int             # final norm + output head shard (on the last stage)
+    total: int            # the unsharded model
 
 
 def layer_activation_bytes(shape: DecoderShape, par: Parallel) -> float:
@@ -127,9 +129,9 @@ def stage_memory(shape: DecoderShape, par: Parallel, params: StageParams, profil
     if stage in ("last", "only"):
         psi += params.last
         activations += last_stage_extra_bytes(shape, par)
-    local = psi / par.tp                                   # every weight is split over the TP group
+    local = psi                                            # already one TP rank's shard
     shard = par.dp if par.optimizer_shard else 1
-    transient = (ACT_BYTES + GRAD_BYTES) * params.layer / par.tp if par.optimizer_shard and par.dp > 1 else 0
+    transient = (ACT_BYTES + GRAD_BYTES) * params.layer if par.optimizer_shard and par.dp > 1 else 0
     mem = profile.memory
     workspace = int(mem.workspace_mib * 2**20)
     dynamic = activations + transient + workspace
