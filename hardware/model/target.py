@@ -63,9 +63,24 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
     from hardware.model.host_cost import host_cost
 
     profile = load_profile(profile_name)
+    llm = llm_cell(workload, preset, overrides, settings, profile)
+    if llm is not None:
+        return llm
     host = host_cost(workload, preset, overrides, settings.data_format)     # the calibration file, no probe
     graph = cell_graph(workload, preset, overrides, settings, profile)
     return CellPrediction(predict(graph, settings, profile, host), graph, profile)
+
+
+def llm_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
+             profile: HardwareProfile) -> CellPrediction | None:
+    """A decoder-only LLM is composed from one extracted block (hardware/model/llm); None for other workloads."""
+    from hardware.model.llm.predict import is_llm_preset, predict_llm_cell
+    from workloads.registry import get_workload
+
+    if not is_llm_preset(get_workload(workload).preset(preset, overrides)):
+        return None
+    prediction, graphs = predict_llm_cell(workload, preset, overrides, settings, profile)
+    return CellPrediction(prediction, graphs.two, profile)
 
 
 def prediction_metrics(pred: Mapping[str, Any]) -> Metrics:
@@ -115,7 +130,7 @@ class ModelTarget:
         from hardware.model.graph import mindspore_version, workload_sources
         from msbench.freshness import files_digest, fingerprint
 
-        sources = [*MODEL_DIR.glob("*.py"), *SPINE, *workload_sources(cell.workload)]
+        sources = [*MODEL_DIR.glob("*.py"), *MODEL_DIR.glob("llm/*.py"), *SPINE, *workload_sources(cell.workload)]
         if self.accuracy:
             sources += MINDSPORE_DIR.glob("*.py")
         calibration = files_digest([CALIBRATION_DIR]) if CALIBRATION_DIR.exists() else None
