@@ -156,6 +156,7 @@ class Matrix:
         common = dict(workload=wl.name, preset=wl.preset, overrides=dict(wl.overrides), target=target, label=label)
         try:
             cell = Cell(settings=make_settings(values), **common)
+            check_workload_settings(cell)
         except ConfigError as err:
             # Keep the invalid cell visible, identified by its raw values.
             cell = _invalid_cell(values, common)
@@ -164,6 +165,15 @@ class Matrix:
             if _matches(rule, cell):
                 return Entry(cell, "excluded", f"exclude rule #{i + 1} {dict(rule)}", baseline)
         return Entry(cell, "ok", "", baseline)
+
+
+def check_workload_settings(cell: Cell) -> None:
+    """The rules that need the workload (heads divisible by tensor_parallel, a layer per pipeline stage,
+    no parallel plan outside the LLM stack): a ConfigError, as for the settings' own rules."""
+    from workloads.registry import get_workload
+
+    workload = get_workload(cell.workload)
+    workload.check_settings(workload.preset(cell.preset, cell.overrides), cell.settings)
 
 
 def _text(value: Any) -> str:

@@ -79,6 +79,19 @@ def marked_blocks(network: "nn.Cell", full: bool) -> "list[nn.Cell]":
     return chosen
 
 
+# LLM knobs a network without a parallel plan refuses, with the value it must keep.
+PLAN_KNOBS = (("tensor_parallel", 1), ("pipeline_stages", 1), ("flash_attention", False),
+              ("parallel_mode", "data"))
+
+
+def refuse_llm_parallelism(workload: str, settings: "Settings") -> None:
+    for knob, plain in PLAN_KNOBS:
+        if getattr(settings, knob) != plain:
+            raise ConfigError(knob, getattr(settings, knob), f"{str(plain).lower()} for {workload}",
+                              rule=f"{workload} has no parallel plan (no shard strategies, pipeline stages or "
+                                   "fused attention); only the decoder-only LLM stack (llama2-*, gpt3-175b) has one")
+
+
 class Workload(ABC):
     """One network of a family. Subclasses set the class variables and implement the builders."""
 
@@ -132,6 +145,12 @@ class Workload(ABC):
     @abstractmethod
     def chance(self, preset: Preset) -> float:
         """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
+
+    def check_settings(self, preset: Preset, settings: "Settings") -> None:
+        """Refuse (ConfigError) knob values this network cannot honour at this preset. Only the decoder-only
+        LLM stack has a parallel plan (sharded matmuls, layers to stage, an attention to fuse); every other
+        network refuses tensor/pipeline parallelism and flash attention rather than run them as no-ops."""
+        refuse_llm_parallelism(self.name, settings)
 
     def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
         """Blocks to recompute: those the network marks with RECOMPUTE_UNIT (see `marked_blocks`)."""

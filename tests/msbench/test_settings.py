@@ -5,7 +5,8 @@ from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_setting
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
-                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling"]
+                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling", "tensor_parallel", "pipeline_stages",
+                "micro_batches", "sequence_parallel", "optimizer_shard", "flash_attention", "parallel_mode"]
 
 
 def test_every_design_knob_is_listed_with_its_fields():
@@ -53,6 +54,15 @@ RULE_FIRES = [
     {"amp_level": "O1", "keep_batchnorm_fp32": True},
     {"amp_level": "O2", "keep_batchnorm_fp32": True},
     {"data_format": "generator", "cache": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 3},
+    {"devices": 8, "tensor_parallel": 2},
+    {"devices": 8, "pipeline_stages": 2, "micro_batches": 2},
+    {"parallel_mode": "semi_auto"},
+    {"devices": 8, "parallel_mode": "semi_auto", "sequence_parallel": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "pipeline_stages": 4, "micro_batches": 2},
+    {"micro_batches": 4},
+    {"devices": 8, "optimizer_shard": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 8, "optimizer_shard": True},
 ]
 
 

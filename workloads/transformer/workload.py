@@ -18,7 +18,7 @@ from workloads.base import Workload
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
-from workloads.transformer.config import TASKS, TransformerPreset
+from workloads.transformer.config import TASKS, LLMPreset, TransformerPreset
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -209,6 +209,47 @@ class GPT2Workload(TransformerWorkload):
         from workloads.transformer.network import TokenCrossEntropy
 
         return TokenCrossEntropy()
+
+
+class LLMWorkload(GPT2Workload):
+    """Decoder-only LLMs (Llama 2, GPT-3): GPT-2's data, loss and metric, the LLM blocks of
+    workloads/transformer/llm.py, and the parallel plan's rules (hardware/mindspore/parallel_plan.py)."""
+
+    preset_cls: ClassVar[type[TransformerPreset]] = LLMPreset
+    identical_blocks: ClassVar[tuple[str, ...]] = ("layers",)
+
+    def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        from workloads.transformer.llm import DecoderLM
+
+        return DecoderLM(preset)  # type: ignore[arg-type]
+
+    def check_settings(self, preset: TransformerPreset, settings: "Settings") -> None:
+        """Tensor parallelism splits heads (and kv heads) over the group; pipeline stages need a layer each."""
+        where = f"{self.name}.{preset.name}"
+        tp = settings.tensor_parallel
+        for key in ("heads", "kv_heads"):
+            if getattr(preset, key) % tp:
+                raise ConfigError("tensor_parallel", tp, f"a divisor of {key}={getattr(preset, key)}", where,
+                                  rule="tensor parallelism gives each card whole attention heads")
+        if settings.pipeline_stages > preset.layers:
+            raise ConfigError("pipeline_stages", settings.pipeline_stages, f"1..layers={preset.layers}", where,
+                              rule="each pipeline stage holds at least one layer")
+
+
+class Llama2_7BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-7b"
+
+
+class Llama2_13BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-13b"
+
+
+class Llama2_70BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-70b"
+
+
+class GPT3_175BWorkload(LLMWorkload):
+    name: ClassVar[str] = "gpt3-175b"
 
 
 class TransformerBaseWorkload(EncoderDecoderWorkload):
