@@ -112,7 +112,12 @@ def main() -> int:
     for key, value in dump_env(dump_dir).items():
         os.environ[key] = value                      # before the first `import mindspore`
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
+    if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
+        from hardware.model.llm.parts import compile_llm_part
+
+        compiled = compile_llm_part(request)
+    else:
+        compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
     dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
     if not dumps:
         raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")

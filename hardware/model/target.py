@@ -80,7 +80,7 @@ def llm_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings:
     if not is_llm_preset(get_workload(workload).preset(preset, overrides)):
         return None
     prediction, graphs = predict_llm_cell(workload, preset, overrides, settings, profile)
-    return CellPrediction(prediction, graphs.two, profile)
+    return CellPrediction(prediction, graphs.block, profile)
 
 
 def prediction_metrics(pred: Mapping[str, Any]) -> Metrics:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hardware.model.graph import direct_graph
-from hardware.model.llm.extraction import LlmGraphs, llm_costs, minus, pass_cost, scale_vocab
+from hardware.model.llm.extraction import LlmGraphs, llm_costs, pass_cost, scale_vocab
 from hardware.model.profile import load_profile
 from msbench.settings import Settings
 
@@ -27,17 +27,17 @@ def test_vocabulary_scaling_matches_a_direct_extraction():
 
 
 @pytest.mark.slow
-def test_block_and_ends_costs_split_the_one_block_graph():
+def test_ends_costs_split_between_the_first_and_last_stage():
     profile = load_profile("ascend910b")
-    small, large, two = one_block(256), one_block(512), one_block(256, layers=2)
-    one = scale_vocab(small, large, 256, 512, 1024)
-    per_token = large.param_count - small.param_count
-    graphs = LlmGraphs(one=one, two=two, one_small=small, params_per_token=per_token // 256)
-    costs = llm_costs(graphs, SETTINGS, profile, vocab=1024, tied=True, total_params=one.param_count)
-    block = minus(pass_cost(two, SETTINGS, profile), pass_cost(small, SETTINGS, profile))
-    assert costs.block == block and block.forward_s > 0 and block.backward_s > block.forward_s * 0.5
-    assert costs.params.layer == two.param_count - small.param_count
-    assert costs.params.first == 1024 * 64                     # the tied token table: vocab x d_model
-    whole = pass_cost(one, SETTINGS, profile)
-    assert costs.last.forward_s == pytest.approx(whole.forward_s - block.forward_s)
-    assert costs.first.optimizer_s + costs.last.optimizer_s == pytest.approx(whole.optimizer_s - block.optimizer_s)
+    small, large = one_block(256), one_block(512)
+    ends = scale_vocab(small, large, 256, 512, 1024)
+    per_token = (large.param_count - small.param_count) // 256
+    graphs = LlmGraphs(block=small, ends=ends, params_per_token=per_token)
+    costs = llm_costs(graphs, SETTINGS, profile, vocab_shard=1024, tied=True, total_params=ends.param_count)
+    assert per_token == 64                                       # GPT-2 tiny ties its table: d_model per entry
+    assert costs.params.first == 1024 * 64 and costs.params.last == ends.param_count - 1024 * 64
+    assert costs.block == pass_cost(small, SETTINGS, profile)
+    whole = pass_cost(ends, SETTINGS, profile)
+    assert (costs.first.forward_s, costs.last.forward_s) == (0.0, whole.forward_s)
+    assert costs.first.optimizer_s + costs.last.optimizer_s == pytest.approx(whole.optimizer_s)
+    assert costs.first.optimizer_s > 0

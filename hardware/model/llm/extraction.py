@@ -1,13 +1,11 @@
 """One tensor-parallel rank's decoder block and the model's two ends, from three small real extractions.
 
-The cost of extraction does not grow with the model: MindSpore compiles the workload's own network
-(its `build_network`, at the per-shard sizes the workload gives for `tensor_parallel`) with one and
-with two blocks at a small reference vocabulary, and with one block at a second vocabulary. The
-block is the difference of the first two (its ops, parameters and kept activations are exact
-repeats: hardware/model/scaling.py); the ends (embedding, final norm, head, loss) are the one-block
-graph minus the block, at the model's vocabulary by scaling every vocabulary-sized dimension along
-the two reference vocabularies, exactly as `scaling.scale_batch` scales the batch. Each compile is
-cached through msbench/cache.py by `hardware.model.graph`.
+The cost of extraction does not grow with the model's depth or vocabulary: MindSpore compiles the
+workload's own block at the rank's shapes (heads, kv heads and FFN width over tensor_parallel) once,
+and the embedding + final norm + head (+ loss) at two small reference vocabularies (hardware/model/
+llm/parts.py). The ends at the rank's vocabulary shard (vocab / tp) come from scaling every
+vocabulary-sized dimension along the two references, exactly as `scaling.scale_batch` scales the
+batch; where the two do not align, the shard is compiled directly. Each compile is cached.
 """
 
 from __future__ import annotations
@@ -17,15 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from hardware.model.compute import kernels
-from hardware.model.graph import extract_graph
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.memory import StageParams
+from hardware.model.llm.parts import part_graph
 from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
 from hardware.model.scaling import affine, scale_op
-from msbench.errors import ConfigError
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
@@ -33,9 +30,8 @@ REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension 
 
 @dataclass(frozen=True)
 class LlmGraphs:
-    one: OpGraph          # one block, ends at the model's vocabulary
-    two: OpGraph          # two blocks at REFERENCE_VOCABS[0]
-    one_small: OpGraph    # one block at REFERENCE_VOCABS[0]
+    block: OpGraph         # one decoder block on one tensor-parallel rank
+    ends: OpGraph          # embedding + final norm + head + loss at the rank's vocabulary shard
     params_per_token: int  # parameters per vocabulary entry (the token table, and the head when untied)
 
 
@@ -53,16 +49,6 @@ def scale_vocab(g1: OpGraph, g2: OpGraph, v1: int, v2: int, vocab: int) -> OpGra
     return dataclasses.replace(g1, ops=tuple(ops), meta=meta, **counts)  # type: ignore[arg-type]
 
 
-def shard_overrides(preset: Any, tensor_parallel: int) -> dict[str, int]:
-    """The preset fields that make the workload build one tensor-parallel rank's network."""
-    if tensor_parallel == 1:
-        return {}
-    if not hasattr(preset, "tensor_shards"):
-        raise ConfigError("tensor_parallel", tensor_parallel, "1 on the device model for this workload",
-                          rule="its preset has no `tensor_shards` field to build one rank's shard")
-    return {"tensor_shards": tensor_parallel}
-
-
 def extraction_settings(settings: Settings, micro_batch: int) -> Settings:
     """One card's compile of one micro-batch: parallel layout and fused attention are the model's inputs."""
     return settings.replace(devices=1, tensor_parallel=1, pipeline_stages=1, micro_batches=1,
@@ -70,22 +56,25 @@ def extraction_settings(settings: Settings, micro_batch: int) -> Settings:
                             flash_attention=False, grad_accum=1, batch_size=micro_batch)
 
 
+def vocab_shard(vocab: int, tensor_parallel: int) -> int:
+    """Megatron's vocabulary-parallel split, padded up when it does not divide."""
+    return -(-vocab // tensor_parallel)
+
+
 def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
                settings: Settings, micro_batch: int) -> LlmGraphs:
-    base = {**overrides, **shard_overrides(preset, settings.tensor_parallel)}
     one_card = extraction_settings(settings, micro_batch)
+    tp = settings.tensor_parallel
     v1, v2 = REFERENCE_VOCABS
 
-    def graph(layers: int, vocab: int) -> OpGraph:
-        return extract_graph(workload, preset_name, {**base, "layers": layers, "vocab_size": vocab}, one_card)
+    def ends(vocab: int) -> OpGraph:
+        return part_graph(workload, preset_name, overrides, one_card, "ends", 1, micro_batch, vocab)
 
-    one_small, one_large, two = graph(1, v1), graph(1, v2), graph(2, v1)
-    one = scale_vocab(one_small, one_large, v1, v2, preset.vocab_size)
-    if one is None:
-        one = graph(1, preset.vocab_size)
-    per_token = affine(one_small.param_count, one_large.param_count, v1, v2, v1 + 1)
-    return LlmGraphs(one=one, two=two, one_small=one_small,
-                     params_per_token=(per_token or one_small.param_count) - one_small.param_count)
+    block = part_graph(workload, preset_name, overrides, one_card, "block", tp, micro_batch)
+    small, large = ends(v1), ends(v2)
+    shard = vocab_shard(preset.vocab_size, tp)
+    scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)
+    return LlmGraphs(block=block, ends=scaled, params_per_token=(large.param_count - small.param_count) // (v2 - v1))
 
 
 def pass_cost(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> PassCost:
@@ -93,10 +82,6 @@ def pass_cost(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> P
     phases = phase_seconds(kernels(lower(graph, settings, profile).ops, profile))
     return PassCost(forward_s=phases["forward"], backward_s=phases["backward"], recompute_s=phases["recompute"],
                     optimizer_s=phases["optimizer"])
-
-
-def minus(a: PassCost, b: PassCost) -> PassCost:
-    return PassCost(*(max(x - y, 0.0) for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b))))
 
 
 @dataclass(frozen=True)
@@ -107,21 +92,19 @@ class LlmCosts:
     params: StageParams
 
 
-def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, vocab: int, tied: bool,
+def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, vocab_shard: int, tied: bool,
               total_params: int) -> LlmCosts:
-    """Block and ends costs; the ends are not split by scope, so their compute is put on the last stage
-    (head and loss) and only the optimizer update of the token table on the first. A tied table (GPT-3)
-    is counted on the first stage only."""
-    small, two, one = (pass_cost(g, settings, profile) for g in (graphs.one_small, graphs.two, graphs.one))
-    block = minus(two, small)
-    ends = minus(one, block)
-    layer = graphs.two.param_count - graphs.one_small.param_count
-    end_params = graphs.one.param_count - layer
-    table = graphs.params_per_token * vocab // (1 if tied else 2)
+    """Block and ends costs. The ends are not split by scope: their compute goes on the last stage (the
+    head and loss dominate it) and only the token table's update on the first. A tied table (GPT-3) is
+    counted on the first stage."""
+    block = pass_cost(graphs.block, settings, profile)
+    ends = pass_cost(graphs.ends, settings, profile)
+    end_params = graphs.ends.param_count
+    table = graphs.params_per_token * vocab_shard // (1 if tied else 2)
     first_params = min(table, end_params)
     share = first_params / end_params if end_params else 0.0
     first = PassCost(0.0, 0.0, 0.0, ends.optimizer_s * share)
     last = dataclasses.replace(ends, optimizer_s=ends.optimizer_s * (1 - share))
     return LlmCosts(block=block, first=first, last=last,
-                    params=StageParams(layer=layer, first=first_params, last=end_params - first_params,
-                                       total=total_params))
+                    params=StageParams(layer=graphs.block.param_count, first=first_params,
+                                       last=end_params - first_params, total=total_params))

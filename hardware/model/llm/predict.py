@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from hardware.model.compute import matrix_tflops
 from hardware.model.llm.compose import LlmStep, compose
-from hardware.model.llm.extraction import LlmGraphs, llm_costs, llm_graphs
+from hardware.model.llm.extraction import LlmGraphs, llm_costs, llm_graphs, vocab_shard
 from hardware.model.llm.shape import DecoderShape, Parallel
 from hardware.model.predict import Prediction, canonical
 from hardware.model.profile import HardwareProfile
@@ -64,7 +64,7 @@ def step_prediction(step: LlmStep, par: Parallel, profile: HardwareProfile) -> P
 def predict_llm(graphs: LlmGraphs, preset: Any, settings: Settings, profile: HardwareProfile,
                 total_params: int) -> Prediction:
     shape, par = decoder_shape(preset), parallel_layout(settings, preset)
-    costs = llm_costs(graphs, settings, profile, shape.vocab, bool(getattr(preset, "tied", False)), total_params)
+    costs = llm_costs(graphs, settings, profile, vocab_shard(shape.vocab, par.tp), preset.tied, total_params)
     step = compose(shape, par, costs.block, costs.first, costs.last, costs.params, profile)
     return step_prediction(step, par, profile)
 
