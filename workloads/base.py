@@ -146,6 +146,10 @@ class Workload(ABC):
     def chance(self, preset: Preset) -> float:
         """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
 
+    def build_parallel_network(self, preset: Preset, settings: "Settings") -> "nn.Cell":
+        """The network as the settings' parallel plan lays it out; without a plan, `build_network`'s."""
+        return self.build_network(preset)
+
     def check_settings(self, preset: Preset, settings: "Settings") -> None:
         """Refuse (ConfigError) knob values this network cannot honour at this preset. Only the decoder-only
         LLM stack has a parallel plan (sharded matmuls, layers to stage, an attention to fuse); every other

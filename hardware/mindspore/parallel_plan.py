@@ -54,6 +54,15 @@ class ParallelPlan:
         """True when the network needs annotations (any mode other than plain data parallel)."""
         return dict(self.context)["parallel_mode"] != PARALLEL_MODES["data"]
 
+    def loaded_batch(self, per_replica: int) -> int:
+        """Samples each rank's pipeline feeds per step: the global batch in the sharded modes
+        (dataset_strategy="full_batch": the compiler slices it as the strategies say), else the rank's own."""
+        return per_replica * self.data_parallel if self.sharded else per_replica
+
+    def data_shard(self, rank: int, world: int) -> tuple[int, int]:
+        """(shard, shards) of the training split a rank reads: all of it when every rank loads the full batch."""
+        return (0, 1) if self.sharded else (rank, world)
+
     def stage_of(self, layer: int, layers: int) -> int:
         """The pipeline stage of decoder layer `layer` of `layers`: consecutive equal groups, the remainder
         spread over the first stages (MindFormers' default `offset` 0 layout)."""
@@ -74,6 +83,7 @@ def plan_parallel(settings: Settings, device_num: int | None = None) -> Parallel
     if settings.parallel_mode == "auto":
         context.append(("search_mode", SEARCH_MODE))
     if settings.parallel_mode != "data":
+        context.append(("dataset_strategy", "full_batch"))
         context.append(("pipeline_stages", settings.pipeline_stages))
         context.append(("enable_parallel_optimizer", settings.optimizer_shard))
     row_out = ((dp * tp, 1),) if settings.sequence_parallel else None
@@ -93,9 +103,11 @@ def apply_context(plan: ParallelPlan) -> None:
     ms.set_auto_parallel_context(**dict(plan.context))
 
 
-def apply_to_network(network: Any, plan: ParallelPlan) -> Any:
-    """Annotate a network that offers `parallel_layers()` (workloads.transformer.llm) with the plan's shard
-    strategies and stages; wrap it in `nn.PipelineCell` when it is pipelined. Returns the cell to train."""
+def annotate(network: Any, plan: ParallelPlan) -> Any:
+    """Put the plan on a network that offers `parallel_layers()`, `embedding_stage` and `head_stage`
+    (workloads.transformer.llm.DecoderLM): shard strategies on every block's matmuls, and with a pipeline
+    the stage of each block, of the embedding (first) and of the head (last). The training step wraps the
+    loss cell in `nn.PipelineCell(loss, micro_batches)` (workloads.train_step). Returns the network."""
     if not plan.sharded:
         return network
     layers = list(network.parallel_layers())
@@ -104,9 +116,6 @@ def apply_to_network(network: Any, plan: ParallelPlan) -> Any:
         if plan.pipeline_stages > 1:
             layer.pipeline_stage = plan.stage_of(index, len(layers))
     if plan.pipeline_stages > 1:
-        from mindspore import nn
-
         network.embedding_stage(0)
         network.head_stage(plan.pipeline_stages - 1)
-        return nn.PipelineCell(network, plan.micro_batches)
     return network

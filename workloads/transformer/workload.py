@@ -223,9 +223,22 @@ class LLMWorkload(GPT2Workload):
 
         return DecoderLM(preset)  # type: ignore[arg-type]
 
+    def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
+        """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
+        stages on the blocks in the semi-auto/auto modes (hardware/mindspore/parallel_plan.py)."""
+        from hardware.mindspore.parallel_plan import annotate, plan_parallel
+        from workloads.transformer.llm import DecoderLM
+
+        return annotate(DecoderLM(preset, flash=settings.flash_attention), plan_parallel(settings))  # type: ignore[arg-type]
+
     def check_settings(self, preset: TransformerPreset, settings: "Settings") -> None:
-        """Tensor parallelism splits heads (and kv heads) over the group; pipeline stages need a layer each."""
+        """Tensor parallelism splits heads (and kv heads) over the group; pipeline stages need a layer each
+        and a batch that splits into the micro-batches."""
         where = f"{self.name}.{preset.name}"
+        batch = settings.batch_size or preset.batch_size
+        if batch % settings.micro_batches:
+            raise ConfigError("micro_batches", settings.micro_batches, f"a divisor of the batch ({batch})", where,
+                              rule="the pipeline splits each replica's batch into equal micro-batches")
         tp = settings.tensor_parallel
         for key in ("heads", "kv_heads"):
             if getattr(preset, key) % tp:
