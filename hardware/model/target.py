@@ -71,6 +71,14 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
     return CellPrediction(predict(graph, settings, profile, host), graph, profile)
 
 
+def llm_composed(cell: Cell) -> bool:
+    """Whether the cell's workload is a decoder-only LLM the device model composes (hardware/model/llm)."""
+    from hardware.model.llm.predict import is_llm_preset
+    from workloads.registry import get_workload
+
+    return is_llm_preset(get_workload(cell.workload).preset(cell.preset, cell.overrides))
+
+
 def llm_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
              profile: HardwareProfile) -> CellPrediction | None:
     """A decoder-only LLM is composed from one extracted block (hardware/model/llm); None for other workloads."""
@@ -116,12 +124,13 @@ class ModelTarget:
         """The capability table's kind: `model:npu` or `model:cpu`, by the profile."""
         return f"model:{self.profile.profile.kind}"
 
-    def facts(self, marked_blocks: int | None = None) -> Facts:
+    def facts(self, marked_blocks: int | None = None, llm: bool = False) -> Facts:
         return Facts(accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
-                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks)
+                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks,
+                     llm_composition=llm)
 
     def supports(self, cell: Cell) -> str | None:
-        return refusal(cell.settings, self.kind, self.facts())
+        return refusal(cell.settings, self.kind, self.facts(llm=llm_composed(cell)))
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability
@@ -139,7 +148,8 @@ class ModelTarget:
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name)
         marked = result.graph.meta.get("recomputed_blocks")
-        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None))
+        reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None,
+                                                              llm=llm_composed(cell)))
         if reason:     # known only once the graph is extracted, as on the real target once the step is built
             return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())

@@ -39,6 +39,10 @@ class PartWorkload:
             return build_block(preset, BlockShape.per_shard(preset, self.tensor_parallel, self.micro_batch))
         return build_embedding_head(preset, 1)          # `preset.vocab_size` is already the rank's shard
 
+    def build_parallel_network(self, preset: Any, settings: Settings) -> Any:
+        """One card's part: the tensor-parallel split is in its shapes, not in shard strategies."""
+        return self.build_network(preset)
+
     def build_loss(self, preset: Any) -> Any:
         from mindspore import nn
 
