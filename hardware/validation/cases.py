@@ -60,10 +60,10 @@ class PublishedCase:
 
     @property
     def samples_per_step(self) -> int:
-        """Samples of one optimizer step over all devices (what a published img/s counts): per replica
-        batch x accumulation x pipeline micro-batches, times the data-parallel replicas."""
+        """Samples of one optimizer step over all devices (what a published img/s counts): each replica's
+        batch (which the pipeline splits into micro-batches) x accumulation, times the data-parallel replicas."""
         s = self.settings
-        return int(s.batch_size or 0) * s.grad_accum * s.micro_batches * s.data_parallel
+        return int(s.batch_size or 0) * s.grad_accum * s.data_parallel
 
     @property
     def per_step(self) -> float:

@@ -31,11 +31,14 @@ def decoder_shape(preset: Any) -> DecoderShape:
 
 
 def micro_batch(settings: Settings, preset: Any) -> int:
-    """Samples per micro-batch per data-parallel replica (MindFormers' batch_size)."""
-    return settings.batch_size or preset.batch_size
+    """Samples per pipeline micro-batch: each replica's batch (the knob, else the preset's) split into
+    `micro_batches` (MindSpore's PipelineCell; the workload refuses a split that does not divide)."""
+    return (settings.batch_size or preset.batch_size) // settings.micro_batches
 
 
 def parallel_layout(settings: Settings, preset: Any) -> Parallel:
+    """The composition's layout. Gradient accumulation repeats the micro-batches within the step: they are
+    counted as more micro-batches of one 1F1B schedule (one bubble per optimizer step)."""
     return Parallel(tp=settings.tensor_parallel, pp=settings.pipeline_stages, dp=settings.data_parallel,
                     micro_batch=micro_batch(settings, preset), micro_batches=settings.micro_batches * settings.grad_accum,
                     sequence_parallel=settings.sequence_parallel, optimizer_shard=settings.optimizer_shard,
