@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from hardware.model.compute import kernels
 from hardware.model.llm.compose import PassCost
@@ -22,7 +22,7 @@ from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
-from hardware.model.scaling import affine, scale_op
+from hardware.model.scaling import REFERENCE_BATCHES, affine, scale_batch, scale_op
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
@@ -61,21 +61,34 @@ def vocab_shard(vocab: int, tensor_parallel: int) -> int:
     return -(-vocab // tensor_parallel)
 
 
+def at_batch(compile_at: Callable[[int], OpGraph], micro_batch: int) -> OpGraph:
+    """The part at `micro_batch`: above the reference batches scaled exactly from two small compiles
+    (hardware/model/scaling.py), else compiled at that size."""
+    if micro_batch > REFERENCE_BATCHES[-1]:
+        scaled = scale_batch(*(compile_at(b) for b in REFERENCE_BATCHES), micro_batch)
+        if scaled is not None:
+            return scaled
+    return compile_at(micro_batch)
+
+
 def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
                settings: Settings, micro_batch: int) -> LlmGraphs:
-    one_card = extraction_settings(settings, micro_batch)
     tp = settings.tensor_parallel
     v1, v2 = REFERENCE_VOCABS
 
-    def ends(vocab: int) -> OpGraph:          # no block to recompute in the ends: one compile for every recompute
-        return part_graph(workload, preset_name, overrides, one_card.replace(recompute="none"), "ends", 1,
-                          micro_batch, vocab)
+    def block(b: int) -> OpGraph:
+        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", tp, b)
 
-    block = part_graph(workload, preset_name, overrides, one_card, "block", tp, micro_batch)
+    def ends(vocab: int) -> OpGraph:          # no block to recompute in the ends: one compile for every recompute
+        return at_batch(lambda b: part_graph(workload, preset_name, overrides,
+                                             extraction_settings(settings, b).replace(recompute="none"), "ends", 1,
+                                             b, vocab), micro_batch)
+
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)
     scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)
-    return LlmGraphs(block=block, ends=scaled, params_per_token=(large.param_count - small.param_count) // (v2 - v1))
+    return LlmGraphs(block=at_batch(block, micro_batch), ends=scaled,
+                     params_per_token=(large.param_count - small.param_count) // (v2 - v1))
 
 
 def pass_cost(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> PassCost:
