@@ -65,29 +65,17 @@ class PartWorkload:
 
 def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     """Child side: build and compile the part's training step on a synthetic micro-batch."""
-    import mindspore as ms
-
-    from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
+    from hardware.model.extract import compile_step
     from msbench.settings import make_settings
     from workloads.registry import get_workload
-    from workloads.train_step import build_train_step
 
     settings = make_settings({**request["settings"], "devices": 1})
     llm = get_workload(request["workload"])
     preset = llm.preset(request["preset"], request.get("overrides") or {})
     if request["part"] == "ends":
         preset = dataclasses.replace(preset, vocab_size=request["vocab"])
-    ms.set_device("CPU")
-    ms.set_context(mode=ms.GRAPH_MODE)
     adapter = PartWorkload(llm, preset, request["part"], request["tensor_parallel"], request["micro_batch"])
-    step = build_train_step(adapter, preset, settings)       # type: ignore[arg-type]
-    if settings.optimizer in PATCHED_OPTIMIZERS:
-        use_cpu_compositions(step.optimizer)
-    arrays = adapter.synthetic_batch(preset, step.step_batch)
-    step.cell.compile(*[ms.Tensor(a) for a in arrays])
-    return {"batch_size": step.micro_batch, "grad_accum": step.grad_accum,
-            "recomputed_blocks": step.recomputed_blocks,
-            "trainable": sorted(p.name for p in step.network.trainable_params())}
+    return compile_step(adapter, preset, settings)
 
 
 def part_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
