@@ -35,5 +35,5 @@ def test_pipeline_and_optimizer_shard_change_the_step():
     plain = predict(tensor_parallel=2)
     pipelined = predict(tensor_parallel=2, pipeline_stages=2, micro_batches=2)
     sharded = predict(tensor_parallel=2, optimizer_shard=True)
-    assert pipelined.prediction.breakdown["pp_bubble"] > 0 and pipelined.prediction.detail["bubble_fraction"] == 1 / 3
+    assert pipelined.prediction.breakdown["pp_bubble"] > 0 and pipelined.prediction.detail["bubble_fraction"] == pytest.approx(1 / 3, rel=1e-5)
     assert sharded.prediction.memory["optimizer_states"] * 2 == pytest.approx(plain.prediction.memory["optimizer_states"], abs=2)
