@@ -223,6 +223,12 @@ class LLMWorkload(GPT2Workload):
 
         return DecoderLM(preset)  # type: ignore[arg-type]
 
+    def size_from_config(self, preset: TransformerPreset) -> tuple[int, int]:
+        """The formulas of config.py (tests/workloads/test_llama.py checks both against the tiny networks)."""
+        from workloads.transformer.config import llm_forward_flops, llm_parameter_count
+
+        return llm_parameter_count(preset), llm_forward_flops(preset)  # type: ignore[arg-type]
+
     def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
         """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
         stages on the blocks in the semi-auto/auto modes (hardware/mindspore/parallel_plan.py)."""
