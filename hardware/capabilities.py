@@ -157,6 +157,7 @@ WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
     "sequence_parallel": ({"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 2},),
     "optimizer_shard": ({"devices": 8, "parallel_mode": "semi_auto"},),
     "parallel_mode": ({"devices": 8},),
+    "flash_attention": ({"amp_level": "O2"},),
 }
 
 # Representative values of integer knobs (boundaries, the default, a typical value).

@@ -149,6 +149,9 @@ RULES: tuple[Rule, ...] = (
          "replica there is nothing to shard", "optimizer_shard=false unless devices / (tensor_parallel x "
          "pipeline_stages) > 1", lambda s: s.optimizer_shard and s.devices % s.model_parallel == 0
          and s.data_parallel == 1),
+    Rule(("flash_attention", "amp_level"), "FlashAttentionScore takes float16/bfloat16 only "
+         "(mindspore.ops.flash_attention_score); amp_level=O0 computes in fp32",
+         "flash_attention=false when amp_level=O0", lambda s: s.flash_attention and s.amp_level == "O0"),
 )
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}

@@ -146,6 +146,11 @@ class Workload(ABC):
     def chance(self, preset: Preset) -> float:
         """The headline metric of an untrained model (the level the tiny preset must clearly beat)."""
 
+    def size_from_config(self, preset: Preset) -> tuple[int, int] | None:
+        """(trainable parameters, forward FLOPs per sample) computed from the preset, for networks too large
+        to build on this host (LLMs: a 7B network is 27 GB of fp32 weights); None = build and count."""
+        return None
+
     def build_parallel_network(self, preset: Preset, settings: "Settings") -> "nn.Cell":
         """The network as the settings' parallel plan lays it out; without a plan, `build_network`'s."""
         return self.build_network(preset)

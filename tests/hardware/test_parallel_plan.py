@@ -86,7 +86,7 @@ def test_flash_attention_builds_the_fused_kernel_instead_of_the_core(scratch):
     from workloads.registry import get_workload
 
     wl = get_workload("llama2-7b")
-    fused = wl.build_parallel_network(wl.preset("tiny"), make_settings({"flash_attention": True}))
+    fused = wl.build_parallel_network(wl.preset("tiny"), make_settings({"flash_attention": True, "amp_level": "O2"}))
     plain = wl.build_parallel_network(wl.preset("tiny"), make_settings({}))
     assert fused.blocks[0].attention.flash and not hasattr(fused.blocks[0].attention, "core")
     assert hasattr(plain.blocks[0].attention, "core")

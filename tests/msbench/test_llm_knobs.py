@@ -14,7 +14,9 @@ from msbench.settings import DEFAULTS, make_settings, parse_assignments
 LLM_DEFAULTS = {"tensor_parallel": 1, "pipeline_stages": 1, "micro_batches": 1, "sequence_parallel": False,
                 "optimizer_shard": False, "flash_attention": False, "parallel_mode": "data"}
 HYBRID = {"devices": 16, "parallel_mode": "semi_auto", "tensor_parallel": 4, "pipeline_stages": 2,
-          "micro_batches": 4, "sequence_parallel": True, "optimizer_shard": True, "flash_attention": True}
+          "micro_batches": 4, "sequence_parallel": True, "optimizer_shard": True, "flash_attention": True,
+          "amp_level": "O2"}
+FLASH = {"flash_attention": True, "amp_level": "O2"}
 
 
 def test_defaults_are_mindsporess_and_leave_existing_cell_ids_unchanged():
@@ -70,14 +72,21 @@ def test_heads_and_kv_heads_must_divide_by_tensor_parallel():
     check_workload_settings(full)     # 64 heads / 8 kv heads split over 8 cards
 
 
+def test_flash_attention_needs_fp16_compute_and_a_head_dimension_the_kernel_takes():
+    with pytest.raises(ConfigError, match="amp_level=O0"):
+        make_settings({"flash_attention": True})
+    check_workload_settings(cell("llama2-7b", **FLASH))             # tiny head dim 16
+    with pytest.raises(ConfigError, match="head dimension 8"):
+        check_workload_settings(cell("llama2-70b", **FLASH))        # tiny head dim 8
+
+
 def test_pipeline_stages_cannot_exceed_layers():
     with pytest.raises(ConfigError, match="layers=2"):
         check_workload_settings(cell("gpt3-175b", devices=4, parallel_mode="semi_auto", pipeline_stages=4,
                                      micro_batches=4))
 
 
-@pytest.mark.parametrize("values", [{"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 2},
-                                    {"flash_attention": True}])
+@pytest.mark.parametrize("values", [{"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 2}, FLASH])
 def test_networks_without_a_parallel_plan_refuse_it(values):
     with pytest.raises(ConfigError, match="no parallel plan"):
         check_workload_settings(cell("resnet50", **values))
@@ -88,7 +97,7 @@ def test_capability_per_target_kind():
     s = make_settings(HYBRID)
     assert refusal(s, "mindspore:ascend") is None
     assert "data parallel only" in refusal(s, "mindspore:cpu")
-    assert "FlashAttentionScore" in refusal(make_settings({"flash_attention": True}), "mindspore:gpu")
+    assert "FlashAttentionScore" in refusal(make_settings(FLASH), "mindspore:gpu")
     assert "hardware/model/llm" in refusal(s, "model:npu")
     assert refusal(s, "model:npu", Facts(llm_composition=True)) is None
     assert capability("tensor_parallel", 2, "mindspore:ascend").status == "applied"

@@ -63,6 +63,7 @@ RULE_FIRES = [
     {"micro_batches": 4},
     {"devices": 8, "optimizer_shard": True},
     {"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 8, "optimizer_shard": True},
+    {"flash_attention": True},
 ]
 
 

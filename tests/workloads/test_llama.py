@@ -102,3 +102,26 @@ def test_tiny_llama_with_grouped_query_attention_trains_and_beats_chance(graph_m
     assert np.mean(result.losses[-16:]) < 0.85 * np.mean(result.losses[:4])
     chance = wl.chance(preset)
     assert wl.evaluate(result.network, preset)[wl.metric_name] > 2.0 * chance
+
+
+@pytest.mark.parametrize("name", ["llama2-70b", "gpt3-175b"])
+def test_the_flop_formula_is_the_counters_on_the_real_tiny_networks(name, scratch):
+    """The one FLOP counter (compiled forward graph) agrees with the formula `msbench list workloads` uses
+    for the full sizes, on grouped-query/SwiGLU/rotary and on learned/GELU/tied networks."""
+    import mindspore as ms
+
+    from hardware.model.graph import forward_flops
+    from workloads.transformer.config import llm_forward_flops
+
+    wl = get_workload(name)
+    p = wl.preset("tiny")
+    inputs = [ms.Tensor(a) for a in wl.synthetic_batch(p, 1)[:1]]
+    assert forward_flops(wl.build_network(p), inputs) == llm_forward_flops(p)
+
+
+def test_workload_listing_sizes_the_full_llms_from_their_config(private_cache):
+    from workloads.summary import workload_row
+
+    row = workload_row("llama2-7b")
+    assert row["params"] == 6_738_415_616 and row["input_shape"] == "input_ids 4096"
+    assert row["gflops"] == pytest.approx(2 * 4096 * 6.74e9 / 1e9, rel=0.15)   # ~6N FLOPs/token train = 2N fwd

@@ -105,3 +105,14 @@ def llm_parameter_count(p: LLMPreset) -> int:
     norm = d if p.norm == "rmsnorm" else 2 * d
     embeddings = p.vocab_size * d * (1 if p.tied else 2) + p.max_positions * d
     return p.layers * (attention + ffn + 2 * norm) + norm + embeddings
+
+
+def llm_forward_flops(p: LLMPreset) -> int:
+    """Forward FLOPs of one sequence (2 x multiply-accumulates of the matrix ops, the convention of
+    hardware.model.graph.forward_flops): every projection and the LM head once per token, and per layer the
+    two attention products Q K^T and P V over the whole T x T score matrix (the plain kernel computes the
+    masked half too). Checked against forward_flops of the real tiny networks."""
+    d, kv_dim, t = p.d_model, p.kv_heads * p.head_dim, p.seq_len
+    per_token = 2 * d * d + 2 * d * kv_dim + (3 if p.mlp == "swiglu" else 2) * d * p.ff_dim
+    head = p.vocab_size * d
+    return 2 * t * (p.layers * per_token + head) + p.layers * 4 * t * t * d

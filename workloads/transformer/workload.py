@@ -223,6 +223,12 @@ class LLMWorkload(GPT2Workload):
 
         return DecoderLM(preset)  # type: ignore[arg-type]
 
+    def size_from_config(self, preset: TransformerPreset) -> tuple[int, int]:
+        """The formulas of config.py (tests/workloads/test_llama.py checks both against the tiny networks)."""
+        from workloads.transformer.config import llm_forward_flops, llm_parameter_count
+
+        return llm_parameter_count(preset), llm_forward_flops(preset)  # type: ignore[arg-type]
+
     def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
         """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
         stages on the blocks in the semi-auto/auto modes (hardware/mindspore/parallel_plan.py)."""
@@ -244,6 +250,11 @@ class LLMWorkload(GPT2Workload):
             if getattr(preset, key) % tp:
                 raise ConfigError("tensor_parallel", tp, f"a divisor of {key}={getattr(preset, key)}", where,
                                   rule="tensor parallelism gives each card whole attention heads")
+        head_dim = preset.d_model // preset.heads
+        if settings.flash_attention and (head_dim % 16 or head_dim > 512):
+            raise ConfigError("flash_attention", True, f"false at head dimension {head_dim}", where,
+                              rule="FlashAttentionScore needs a head dimension that is a multiple of 16, "
+                                   "at most 512 (mindspore.ops.flash_attention_score)")
         if settings.pipeline_stages > preset.layers:
             raise ConfigError("pipeline_stages", settings.pipeline_stages, f"1..layers={preset.layers}", where,
                               rule="each pipeline stage holds at least one layer")
