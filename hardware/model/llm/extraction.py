@@ -1,11 +1,13 @@
-"""One tensor-parallel rank's decoder block and the model's two ends, from three small real extractions.
+"""One tensor-parallel rank's decoder block and the model's two ends, from small real extractions.
 
-The cost of extraction does not grow with the model's depth or vocabulary: MindSpore compiles the
+The cost of extraction does not grow with the model's depth, vocabulary or batch: MindSpore compiles the
 workload's own block at the rank's shapes (heads, kv heads and FFN width over tensor_parallel) once,
 and the embedding + final norm + head (+ loss) at two small reference vocabularies (hardware/model/
 llm/parts.py). The ends at the rank's vocabulary shard (vocab / tp) come from scaling every
 vocabulary-sized dimension along the two references, exactly as `scaling.scale_batch` scales the
-batch; where the two do not align, the shard is compiled directly. Each compile is cached.
+batch; where the two do not align, the shard is compiled directly. Micro-batches above the reference
+batches are scaled from two small ones the same way. It still grows with the rank's width (hidden size
+and seq_len are compiled as they are). Each compile is cached.
 """
 
 from __future__ import annotations
