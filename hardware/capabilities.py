@@ -44,6 +44,7 @@ class Facts:
     device_vision_ops: bool | None = None    # the pipeline has deterministic vision ops MindSpore can run on Ascend
     usable_gib: float | None = None          # the profile's usable device memory
     fragmentation: float | None = None       # the profile's pool fragmentation (what SOMAS can remove)
+    llm_composition: bool = False        # the device model composes this cell's LLM parallel step (hardware/model/llm)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,38 @@ EFFECTS: dict[str, dict[str, Effect]] = {
                                      "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 }
 
+PLAN = "hardware.mindspore.parallel_plan"
+LLM_MODEL = "hardware.model.llm"
+EFFECTS.update({
+    "tensor_parallel": {**{k: _apply(f"{PLAN}: column- then row-parallel shard() on the attention and FFN matmuls")
+                           for k in REAL_KINDS},
+                        **{k: _model(f"{LLM_MODEL}: per-shard block shapes (heads, kv heads, ffn / tp) + "
+                                     "tensor-parallel collectives per block") for k in MODEL_KINDS}},
+    "pipeline_stages": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(pipeline_stages) + cell.pipeline_stage "
+                                     "per layer") for k in REAL_KINDS},
+                        **{k: _model(f"{LLM_MODEL}: layers per stage, pipeline bubble and stage-to-stage sends")
+                           for k in MODEL_KINDS}},
+    "micro_batches": {**{k: _apply(f"{PLAN}: nn.PipelineCell(network, micro_size)") for k in REAL_KINDS},
+                      **{k: _model(f"{LLM_MODEL}: bubble (p-1)/(m+p-1) and in-flight activations")
+                         for k in MODEL_KINDS}},
+    "sequence_parallel": {**{k: _apply(f"{PLAN}: norm/residual activations sharded along the sequence "
+                                       "(reduce-scatter + all-gather instead of all-reduce)") for k in REAL_KINDS},
+                          **{k: _model(f"{LLM_MODEL}: activation memory / tp and reduce-scatter + all-gather")
+                             for k in MODEL_KINDS}},
+    "optimizer_shard": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(enable_parallel_optimizer=True)")
+                           for k in REAL_KINDS},
+                        **{k: _model(f"{LLM_MODEL}: optimizer states / dp and the gradient reduce-scatter + "
+                                     "parameter all-gather") for k in MODEL_KINDS}},
+    "flash_attention": {**{k: _apply("workloads.transformer attention: ops.flash_attention_score (FlashAttentionScore)")
+                           for k in REAL_KINDS},
+                        **{k: _model(f"{LLM_MODEL}: attention-score tensors dropped from activation memory, "
+                                     "fused attention time") for k in MODEL_KINDS}},
+    "parallel_mode": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(parallel_mode=SEMI_AUTO_PARALLEL | "
+                                   "AUTO_PARALLEL, search_mode='sharding_propagation')") for k in REAL_KINDS},
+                      **{k: _model(f"{LLM_MODEL}: the layout the composition costs (auto: the semi_auto plan, "
+                                   "which sharding propagation extends)") for k in MODEL_KINDS}},
+})
+
 # The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
 # are allowed at all (a knob that needs another knob is walked with that one set).
 WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
@@ -137,6 +170,13 @@ WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
     "sink": ({"mode": "graph"},),
     "sink_size": ({"mode": "graph", "sink": True},),
     "lr_scaling": ({}, {"devices": 8}),
+    "tensor_parallel": ({"devices": 8, "parallel_mode": "semi_auto"},),
+    "pipeline_stages": ({"devices": 8, "parallel_mode": "semi_auto"},),   # p > 1 also needs micro_batches >= p
+    "micro_batches": ({"devices": 8, "parallel_mode": "semi_auto", "pipeline_stages": 2, "micro_batches": 2},),
+    "sequence_parallel": ({"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 2},),
+    "optimizer_shard": ({"devices": 8, "parallel_mode": "semi_auto"},),
+    "parallel_mode": ({"devices": 8},),
+    "flash_attention": ({"amp_level": "O2"},),
     "shared_mem": ({"python_multiprocessing": True},),
     "drop_remainder": ({"mode": "graph"}, {}),
 }
@@ -149,6 +189,9 @@ WALK_VALUES: dict[str, tuple[Any, ...]] = {
     "prefetch": (0, 1, 16, 1024),
     "sink_size": (-1, 1, 4),
     "seed": (0, 1, 2**31 - 1),
+    "tensor_parallel": (1, 2, 8, 4096),
+    "pipeline_stages": (1, 2, 8, 4096),
+    "micro_batches": (1, 4, 32, (1 << 20) - 1),
     "max_device_memory": (None, 0.5, 16.0, 1024.0),
 }
 
@@ -227,6 +270,32 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("seed", MODEL_KINDS, lambda s, f: s.seed != DEFAULTS["seed"] and not f.accuracy,
             lambda s, f: f"seed={s.seed}: predictions do not depend on the seed; it changes only the accuracy "
                          "run (accuracy = true in the matrix)"),
+)
+
+
+_LLM_KNOBS = ("tensor_parallel", "pipeline_stages", "sequence_parallel", "optimizer_shard", "flash_attention",
+              "parallel_mode")
+_CPU_DATA_ONLY = ("the MindSpore CPU backend runs data parallel only (mindspore.set_auto_parallel_context: "
+                  "'CPU only supports data parallel')")
+
+
+def _llm_default(s: Settings, knob: str) -> bool:
+    return getattr(s, knob) == DEFAULTS[knob]
+
+
+REFUSALS += tuple(
+    Refusal(knob, ("mindspore:cpu",), lambda s, f, knob=knob: not _llm_default(s, knob),
+            lambda s, f, knob=knob: f"{knob}={_text(getattr(s, knob))}: {_CPU_DATA_ONLY}")
+    for knob in ("parallel_mode", "tensor_parallel", "pipeline_stages", "optimizer_shard")
+) + (
+    Refusal("flash_attention", ("mindspore:cpu", "mindspore:gpu"), lambda s, f: s.flash_attention,
+            lambda s, f: "flash_attention=true: FlashAttentionScore has kernels for Ascend (Atlas A2/A3 training "
+                         "series) only, none for the CPU or GPU backend"),
+    Refusal("tensor_parallel", MODEL_KINDS, lambda s, f: not f.llm_composition
+            and not all(_llm_default(s, k) for k in _LLM_KNOBS),
+            lambda s, f: "LLM parallelism (tensor_parallel, pipeline_stages, sequence_parallel, optimizer_shard, "
+                         "flash_attention, parallel_mode): the device model composes it in hardware/model/llm, "
+                         "which does not cost this cell"),
 )
 
 

@@ -92,9 +92,9 @@ def cell_from_args(args: argparse.Namespace, target: str):
         preset = default_preset(load_profile(target.partition(":")[2]))
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
                 settings=settings, target=target, scenario=getattr(args, "scenario", "train"))
-    from workloads.registry import get_workload
+    from msbench.matrix import check_workload_settings
 
-    get_workload(cell.workload).preset(cell.preset, cell.overrides)   # refuse a bad preset or field now
+    check_workload_settings(cell)   # refuse a bad preset, field or workload-dependent knob value now
     return cell
 
 

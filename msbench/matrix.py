@@ -166,6 +166,7 @@ class Matrix:
                       scenario=self.scenario)
         try:
             cell = Cell(settings=make_settings(values), **common)
+            check_workload_settings(cell)
         except ConfigError as err:
             # Keep the invalid cell visible, identified by its raw values.
             cell = _invalid_cell(values, common)
@@ -177,6 +178,15 @@ class Matrix:
             if _matches(rule, cell):
                 return Entry(cell, "excluded", f"exclude rule #{i + 1} {dict(rule)}", baseline)
         return Entry(cell, "ok", "", baseline)
+
+
+def check_workload_settings(cell: Cell) -> None:
+    """The rules that need the workload (heads divisible by tensor_parallel, a layer per pipeline stage,
+    no parallel plan outside the LLM stack): a ConfigError, as for the settings' own rules."""
+    from workloads.registry import get_workload
+
+    workload = get_workload(cell.workload)
+    workload.check_settings(workload.preset(cell.preset, cell.overrides), cell.settings)
 
 
 def _text(value: Any) -> str:

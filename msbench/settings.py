@@ -19,6 +19,7 @@ def knob(default: Any, allowed: tuple | range | None, help: str) -> Any:
 
 
 MAX_INT = 1 << 20
+MAX_DEVICES = 4096   # set_auto_parallel_context(device_num) accepts 1..4096
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,19 @@ class Settings:
     cache: bool = knob(False, (False, True), "MindSpore dataset cache server in front of the source")
     sink: bool = knob(False, (False, True), "dataset sink mode: the device pulls batches itself (Ascend/GPU)")
     sink_size: int = knob(-1, range(-1, MAX_INT), "steps per sink round; -1 = one epoch")
-    devices: int = knob(1, tuple(2**i for i in range(13)), "data-parallel devices (a power of two)")
+    devices: int = knob(1, tuple(2**i for i in range(13)), "total devices (cards, a power of two); data-parallel "
+                        "size = devices / (tensor_parallel x pipeline_stages)")
     optimizer: str = knob("momentum", ("momentum", "adam", "adamw", "lars", "lamb"), "optimizer")
     lr_schedule: str = knob("constant", ("constant", "cosine", "step", "poly"), "learning-rate schedule")
     seed: int = knob(1, range(0, 2**31), "global random seed")
     lr_scaling: str = knob("linear", ("linear", "none"), "learning rate vs the global batch: linear (Goyal et al. 2017, warm-up when it grows) or none (the preset's rate)")
+    tensor_parallel: int = knob(1, range(1, MAX_DEVICES + 1), "model-parallel size: the attention and FFN matmuls split over this many cards (shard strategies)")
+    pipeline_stages: int = knob(1, range(1, MAX_DEVICES + 1), "pipeline-parallel stages: the layers split into this many consecutive groups (1F1B)")
+    micro_batches: int = knob(1, range(1, MAX_INT), "micro-batches per step that fill the pipeline (PipelineCell); >= pipeline_stages")
+    sequence_parallel: bool = knob(False, (False, True), "split LayerNorm/dropout activations along the sequence over the tensor-parallel group")
+    optimizer_shard: bool = knob(False, (False, True), "parallel optimizer (enable_parallel_optimizer): optimizer states and gradients sharded over the data-parallel group")
+    flash_attention: bool = knob(False, (False, True), "fused FlashAttentionScore kernel instead of softmax(QK^T)V (no T x T score tensors kept)")
+    parallel_mode: str = knob("data", ("data", "semi_auto", "auto"), "MindSpore parallel mode: DATA_PARALLEL, SEMI_AUTO_PARALLEL (the shard plan), AUTO_PARALLEL (sharding propagation)")
     python_multiprocessing: bool = knob(False, (False, True), "the pipeline's Python stages (generator source, Python maps) in worker processes instead of threads")
     shared_mem: bool = knob(True, (False, True), "ds.config.set_enable_shared_mem: process workers hand rows over in shared memory (2.10 default on, Linux); only with python_multiprocessing")
     augment_device: str = knob("cpu", ("cpu", "ascend"), "where the deterministic vision ops (Decode/Resize/Normalize) run: host CPU or .device('Ascend') (DVPP); random ops stay on the host")
@@ -83,6 +92,16 @@ class Settings:
     def batchnorm_in_fp32(self) -> bool:
         """The effective BatchNorm precision: the knob, else `ms.amp.build_train_network`'s level default."""
         return self.amp_level == "O2" if self.keep_batchnorm_fp32 is None else self.keep_batchnorm_fp32
+
+    @property
+    def model_parallel(self) -> int:
+        """Cards that hold one replica of the model (tensor x pipeline)."""
+        return self.tensor_parallel * self.pipeline_stages
+
+    @property
+    def data_parallel(self) -> int:
+        """Replicas of the model: `devices` counts every card, so dp = devices / (tp x pp)."""
+        return self.devices // self.model_parallel
 
     def replace(self, **changes: Any) -> "Settings":
         return make_settings({**self.to_dict(), **changes})
@@ -128,6 +147,34 @@ RULES: tuple[Rule, ...] = (
     Rule(("cache", "data_format"), "the dataset cache needs a mappable source (data_format=mindrecord); "
          "MindSpore refuses a GeneratorDataset under cache", "cache=false unless data_format=mindrecord",
          lambda s: s.cache and s.data_format != "mindrecord"),
+    Rule(("tensor_parallel", "pipeline_stages", "devices"), "tensor_parallel x pipeline_stages must divide devices "
+         "(data-parallel size = devices / (tensor_parallel x pipeline_stages))",
+         "tensor_parallel x pipeline_stages a divisor of devices", lambda s: s.devices % s.model_parallel != 0),
+    Rule(("tensor_parallel", "parallel_mode"), "tensor parallelism needs a shard plan: parallel_mode=semi_auto|auto",
+         "tensor_parallel=1 when parallel_mode=data", lambda s: s.tensor_parallel > 1 and s.parallel_mode == "data"),
+    Rule(("pipeline_stages", "parallel_mode"), "pipeline parallelism needs parallel_mode=semi_auto|auto "
+         "(MindSpore's pipeline_stages acts only in the auto-parallel modes)",
+         "pipeline_stages=1 when parallel_mode=data", lambda s: s.pipeline_stages > 1 and s.parallel_mode == "data"),
+    Rule(("parallel_mode", "devices"), "semi_auto/auto parallel split work over several cards; on one card they change nothing",
+         "parallel_mode=data when devices=1", lambda s: s.parallel_mode != "data" and s.devices == 1),
+    Rule(("sequence_parallel", "tensor_parallel"), "sequence parallelism splits activations over the tensor-parallel "
+         "group (Korthikanti et al. 2022)", "sequence_parallel=false unless tensor_parallel > 1",
+         lambda s: s.sequence_parallel and s.tensor_parallel == 1),
+    Rule(("micro_batches", "pipeline_stages"), "a pipeline of p stages needs at least p micro-batches to fill it",
+         "micro_batches >= pipeline_stages", lambda s: s.micro_batches < s.pipeline_stages),
+    Rule(("micro_batches", "pipeline_stages"), "micro_batches splits the batch for the pipeline; without one it would "
+         "change nothing (use grad_accum)", "micro_batches=1 unless pipeline_stages > 1",
+         lambda s: s.micro_batches > 1 and s.pipeline_stages == 1),
+    Rule(("optimizer_shard", "parallel_mode"), "enable_parallel_optimizer acts in the auto-parallel modes only "
+         "(mindspore.set_auto_parallel_context)", "optimizer_shard=false unless parallel_mode=semi_auto|auto",
+         lambda s: s.optimizer_shard and s.parallel_mode == "data"),
+    Rule(("optimizer_shard", "devices"), "the parallel optimizer shards over the data-parallel group; with one "
+         "replica there is nothing to shard", "optimizer_shard=false unless devices / (tensor_parallel x "
+         "pipeline_stages) > 1", lambda s: s.optimizer_shard and s.devices % s.model_parallel == 0
+         and s.data_parallel == 1),
+    Rule(("flash_attention", "amp_level"), "FlashAttentionScore takes float16/bfloat16 only "
+         "(mindspore.ops.flash_attention_score); amp_level=O0 computes in fp32",
+         "flash_attention=false when amp_level=O0", lambda s: s.flash_attention and s.amp_level == "O0"),
 )
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}

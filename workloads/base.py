@@ -79,6 +79,19 @@ def marked_blocks(network: "nn.Cell", full: bool) -> "list[nn.Cell]":
     return chosen
 
 
+# LLM knobs a network without a parallel plan refuses, with the value it must keep.
+PLAN_KNOBS = (("tensor_parallel", 1), ("pipeline_stages", 1), ("flash_attention", False),
+              ("parallel_mode", "data"))
+
+
+def refuse_llm_parallelism(workload: str, settings: "Settings") -> None:
+    for knob, plain in PLAN_KNOBS:
+        if getattr(settings, knob) != plain:
+            raise ConfigError(knob, getattr(settings, knob), f"{str(plain).lower()} for {workload}",
+                              rule=f"{workload} has no parallel plan (no shard strategies, pipeline stages or "
+                                   "fused attention); only the decoder-only LLM stack (llama2-*, gpt3-175b) has one")
+
+
 class Workload(ABC):
     """One network of a family. Subclasses set the class variables and implement the builders."""
 
@@ -144,6 +157,20 @@ class Workload(ABC):
         """(workload, preset, overrides) of the host-cost calibration entry that measured this cell's data
         pipeline: its own, unless the workload feeds exactly another workload's pipeline (a zoo adapter)."""
         return self.name, preset, dict(overrides)
+    def size_from_config(self, preset: Preset) -> tuple[int, int] | None:
+        """(trainable parameters, forward FLOPs per sample) computed from the preset, for networks too large
+        to build on this host (LLMs: a 7B network is 27 GB of fp32 weights); None = build and count."""
+        return None
+
+    def build_parallel_network(self, preset: Preset, settings: "Settings") -> "nn.Cell":
+        """The network as the settings' parallel plan lays it out; without a plan, `build_network`'s."""
+        return self.build_network(preset)
+
+    def check_settings(self, preset: Preset, settings: "Settings") -> None:
+        """Refuse (ConfigError) knob values this network cannot honour at this preset. Only the decoder-only
+        LLM stack has a parallel plan (sharded matmuls, layers to stage, an attention to fuse); every other
+        network refuses tensor/pipeline parallelism and flash attention rather than run them as no-ops."""
+        refuse_llm_parallelism(self.name, settings)
 
     def recompute_blocks(self, network: "nn.Cell", full: bool) -> "list[nn.Cell]":
         """Blocks to recompute: those the network marks with RECOMPUTE_UNIT (see `marked_blocks`)."""

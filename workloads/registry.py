@@ -40,6 +40,10 @@ WORKLOADS: dict[str, str] = {
     "bert-base": "workloads.transformer.workload:BertBaseWorkload",
     "bert-large": "workloads.transformer.workload:BertLargeWorkload",
     "gpt2-small": "workloads.transformer.workload:GPT2SmallWorkload",
+    "llama2-7b": "workloads.transformer.workload:Llama2_7BWorkload",
+    "llama2-13b": "workloads.transformer.workload:Llama2_13BWorkload",
+    "llama2-70b": "workloads.transformer.workload:Llama2_70BWorkload",
+    "gpt3-175b": "workloads.transformer.workload:GPT3_175BWorkload",
 }
 
 # zoo prefix -> (adapter factory `module:function(model) -> Workload`, the package it adapts)

@@ -46,8 +46,9 @@ def step_batch_size(preset: "Preset", settings: Settings) -> int:
 
 
 def global_samples_per_step(preset: "Preset", settings: Settings) -> int:
-    """Samples consumed by one optimizer update over all devices and micro-batches."""
-    return step_batch_size(preset, settings) * settings.devices
+    """Samples consumed by one optimizer update over all model replicas and micro-batches (tensor- and
+    pipeline-parallel cards share their replica's batch)."""
+    return step_batch_size(preset, settings) * settings.data_parallel
 
 
 def batch_ratio(preset: "Preset", settings: Settings) -> float:
@@ -225,7 +226,7 @@ def _cells():
         because the CPU backend refuses the loss-scale managers of `build_train_network`."""
 
         def __init__(self, loss_net: nn.Cell, optimizer: nn.Optimizer, *, micro_batch: int, grad_accum: int,
-                     loss_scale: str, devices: int) -> None:
+                     loss_scale: str, reducer: nn.Cell | None) -> None:
             super().__init__(auto_prefix=False)
             self.loss_net = loss_net
             self.optimizer = optimizer
@@ -240,7 +241,7 @@ def _cells():
             elif self.dynamic:
                 self.scaler = ms.amp.DynamicLossScaler(DYNAMIC_LOSS_SCALE, DYNAMIC_SCALE_FACTOR, DYNAMIC_SCALE_WINDOW)
             self.hyper_map = ops.HyperMap()
-            self.reducer = nn.DistributedGradReducer(self.weights, mean=True, degree=devices) if devices > 1 else None
+            self.reducer = reducer
 
         def construct(self, *columns):
             scale = ops.ones((), mstype.float32)
@@ -277,6 +278,19 @@ def _cells():
     return LossNet, TrainStepCell
 
 
+def gradient_reducer(settings: Settings, weights: Any) -> "nn.Cell | None":
+    """Data parallel: `nn.DistributedGradReducer` averages the gradients over the devices. Semi-auto/auto:
+    MindSpore's parallel compiler inserts the reductions the shard plan needs, and a pipeline sums its
+    micro-batches' gradients with `nn.PipelineGradReducer` (MindSpore's functional pipeline recipe)."""
+    from mindspore import nn
+
+    if settings.parallel_mode == "data":
+        return nn.DistributedGradReducer(weights, mean=True, degree=settings.devices) if settings.devices > 1 else None
+    if settings.pipeline_stages > 1:
+        return nn.PipelineGradReducer(weights, opt_shard=settings.optimizer_shard)
+    return None
+
+
 @dataclass(frozen=True)
 class TrainStep:
     """What `build_train_step` made. `cell(*columns)` runs one optimizer update and returns the mean loss."""
@@ -286,7 +300,7 @@ class TrainStep:
     optimizer: "nn.Optimizer"
     micro_batch: int              # samples per device per micro-batch
     grad_accum: int
-    devices: int
+    devices: int                  # model replicas (settings.data_parallel): the cards that split the batch
     recomputed_blocks: int
     amp: str
 
@@ -306,21 +320,26 @@ def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
     (default: the preset's epochs over its training split)."""
     import mindspore as ms
 
+    from hardware.mindspore.parallel_plan import plan_parallel
+
     LossNet, TrainStepCell = _cells()
     ms.set_seed(settings.seed)
-    network = apply_amp(workload.build_network(preset), settings)
+    network = apply_amp(workload.build_parallel_network(preset, settings), settings)
     recomputed = apply_recompute(workload, network, settings)
     inputs, _labels = workload.columns(preset)
     loss_net = LossNet(network, workload.build_loss(preset), len(inputs))
+    if settings.pipeline_stages > 1:
+        loss_net = ms.nn.PipelineCell(loss_net, settings.micro_batches)   # splits the batch into micro-batches
     if total_steps is None:
         total_steps = preset.epochs * steps_per_epoch(preset, settings)
     optimizer = make_optimizer(network.trainable_params(), settings, learning_rate(preset, settings, total_steps))
     micro = micro_batch_size(preset, settings)
-    cell = TrainStepCell(loss_net, optimizer, micro_batch=micro, grad_accum=settings.grad_accum,
-                         loss_scale=settings.loss_scale, devices=settings.devices)
+    loaded_micro = plan_parallel(settings).loaded_batch(micro)     # what one rank's graph sees per micro-batch
+    cell = TrainStepCell(loss_net, optimizer, micro_batch=loaded_micro, grad_accum=settings.grad_accum,
+                         loss_scale=settings.loss_scale, reducer=gradient_reducer(settings, optimizer.parameters))
     cell.set_train(True)
     return TrainStep(cell=cell, network=network, optimizer=optimizer, micro_batch=micro,
-                     grad_accum=settings.grad_accum, devices=settings.devices, recomputed_blocks=recomputed,
+                     grad_accum=settings.grad_accum, devices=settings.data_parallel, recomputed_blocks=recomputed,
                      amp=amp_effective(settings))
 
 

@@ -60,7 +60,7 @@ def accuracy_settings(settings: Settings) -> Settings:
     """The cell's numerics knobs, everything else at its default (graph mode: numerically identical
     to PyNative on this backend, and faster)."""
     knobs: dict[str, Any] = {k: getattr(settings, k) for k in NUMERICS_KNOBS}
-    knobs["grad_accum"] = settings.grad_accum * settings.devices
+    knobs["grad_accum"] = settings.grad_accum * settings.data_parallel   # one micro-batch per model replica
     knobs["mode"] = "graph"
     return make_settings(knobs)
 

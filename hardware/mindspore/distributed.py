@@ -1,8 +1,9 @@
 """`devices > 1`: data parallel through `msrun`, one rank per device, each rank a measured session.
 
 The target writes a request file and launches `msrun --worker_num=N ... distributed.py <request>`;
-every rank runs `init()`, sets DATA_PARALLEL with mean gradients (the step cell then reduces its
-gradients with `nn.DistributedGradReducer`), takes its shard of the data, measures with the common
+every rank runs `init()`, sets the cell's parallel plan (hardware/mindspore/parallel_plan.py: DATA_PARALLEL
+with mean gradients, the step cell then reducing them with `nn.DistributedGradReducer`; or the
+semi-auto/auto plan of an LLM on Ascend), takes its shard of the data, measures with the common
 protocol, and writes its numbers. The stopping rule is agreed by an AllReduce so every rank runs
 the same number of steps (a rank that stopped alone would leave the others hanging in a collective).
 The cell's step time is the slowest rank's median: a synchronous update waits for it.
@@ -89,12 +90,13 @@ def rank_main(request_path: str) -> int:
 
     from hardware.mindspore.backend import apply_context, plan_context
     from hardware.mindspore.measure import stop_reason
+    from hardware.mindspore.parallel_plan import apply_context as apply_parallel_context, plan_parallel
     from hardware.mindspore.session import run_session
 
     apply_context(plan_context(cell.settings, request["device"]))
     init()
     rank, world = get_rank(), get_group_size()
-    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True, device_num=world)
+    apply_parallel_context(plan_parallel(cell.settings, world))
     all_reduce = ms.ops.AllReduce()
 
     def agreed_stop(samples: list[float], elapsed: float, cfg: MeasureConfig) -> str | None:

@@ -79,6 +79,7 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     passes its agreed `stop` rule and sets the context itself (before the collective's `init()`).
     With `profile_dir`, the memory pass after the measured steps runs under MindSpore's full Profiler
     (hardware/mindspore/profiling.py), whose output stays there."""
+    from hardware.mindspore.parallel_plan import plan_parallel
     from workloads.train_step import build_train_step
 
     plan = plan_context(cell.settings, device)
@@ -99,8 +100,10 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
         if ragged:
             return SessionResult(unsupported=ragged)
         apply_jit(step.cell, plan)
-        data = workload.make_dataset(preset, "train", cell.settings, step.step_batch, rank=rank, world=world,
-                                     workdir=cache_dir("datasets"))
+        parallel = plan_parallel(cell.settings, world)
+        shard, shards = parallel.data_shard(rank, world)
+        data = workload.make_dataset(preset, "train", cell.settings, parallel.loaded_batch(step.step_batch),
+                                     rank=shard, world=shards, workdir=cache_dir("datasets"))
         fetch, run_step, per_call = step_driver(plan, step.cell, data)
         if plan.device_memory_counters:
             memory.device_counters_reset()

@@ -57,6 +57,9 @@ def predict_command(args: argparse.Namespace) -> int:
           f"({data['throughput_per_device']:.1f}/device), peak {data['peak_memory_bytes'] / 2**30:.2f} "
           f"of {data['memory_capacity_bytes'] / 2**30:.2f} GiB{' (OOM)' if data['oom'] else ''}, "
           f"{data['bound']}-bound, MFU {data['mfu']:.1%}")
+    if "tokens_per_s_per_device" in data["detail"]:          # an LLM cell (hardware/model/llm)
+        print(f"  {data['detail']['tokens_per_s_per_device']:.1f} tokens/s per device, memory per device: "
+              + ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in data["memory"].items() if v))
     for name, seconds in data["breakdown"].items():
         if seconds:
             print(f"  {name:<10} {seconds * 1e3:10.3f} ms")

@@ -69,18 +69,24 @@ def dump_env(dump_dir: Path) -> dict[str, str]:
 
 def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
     """Build the real step for the cell and compile it on a synthetic batch of the micro-batch size."""
-    import mindspore as ms
-
-    from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
     from msbench.settings import make_settings
     from workloads.registry import get_workload
-    from workloads.train_step import build_train_step
 
     # One device: data-parallel communication is the device model's own business (comm.py), and a
     # DistributedGradReducer cannot be built without a communication group.
     settings = make_settings({**request["settings"], "devices": 1})
     workload = get_workload(request["workload"])
-    preset = workload.preset(request["preset"], request.get("overrides") or {})
+    return compile_step(workload, workload.preset(request["preset"], request.get("overrides") or {}), settings)
+
+
+def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
+    """`workload`'s training step (the step builder's contract: its network, loss, columns, synthetic
+    batch and recompute blocks) compiled on the CPU backend for one device."""
+    import mindspore as ms
+
+    from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
+    from workloads.train_step import build_train_step
+
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
     step = build_train_step(workload, preset, settings)
@@ -112,7 +118,12 @@ def main() -> int:
     for key, value in dump_env(dump_dir).items():
         os.environ[key] = value                      # before the first `import mindspore`
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
+    if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
+        from hardware.model.llm.parts import compile_llm_part
+
+        compiled = compile_llm_part(request)
+    else:
+        compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
     dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
     if not dumps:
         raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")

@@ -83,6 +83,10 @@ def cell_host(workload: str, preset: str, overrides: Mapping[str, Any], settings
 def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
                  profile_name: str, *, scenario: str = "train") -> CellPrediction:
     profile = load_profile(profile_name)
+    if scenario == "train":
+        llm = llm_cell(workload, preset, overrides, settings, profile)
+        if llm is not None:
+            return llm
     host = cell_host(workload, preset, overrides, settings)
     graph = cell_graph(workload, preset, overrides, settings, profile)
     if scenario == "inference":
@@ -90,6 +94,26 @@ def predict_cell(workload: str, preset: str, overrides: Mapping[str, Any], setti
 
         return CellPrediction(predict_inference(graph, settings, profile, host), graph, profile, host)
     return CellPrediction(predict(graph, settings, profile, host), graph, profile, host)
+
+
+def llm_composed(cell: Cell) -> bool:
+    """Whether the cell's workload is a decoder-only LLM the device model composes (hardware/model/llm)."""
+    from hardware.model.llm.predict import is_llm_preset
+    from workloads.registry import get_workload
+
+    return is_llm_preset(get_workload(cell.workload).preset(cell.preset, cell.overrides))
+
+
+def llm_cell(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
+             profile: HardwareProfile) -> CellPrediction | None:
+    """A decoder-only LLM is composed from one extracted block (hardware/model/llm); None for other workloads."""
+    from hardware.model.llm.predict import is_llm_preset, predict_llm_cell
+    from workloads.registry import get_workload
+
+    if not is_llm_preset(get_workload(workload).preset(preset, overrides)):
+        return None
+    prediction, graphs = predict_llm_cell(workload, preset, overrides, settings, profile)
+    return CellPrediction(prediction, graphs.block, profile)
 
 
 def prediction_metrics(pred: Mapping[str, Any]) -> Metrics:
@@ -139,13 +163,18 @@ class ModelTarget:
         return f"model:{self.profile.profile.kind}"
 
     def facts(self, marked_blocks: int | None = None, ragged: bool | None = None,
-              vision_ops: bool | None = None) -> Facts:
-        return Facts(ragged_last_batch=ragged, device_vision_ops=vision_ops, accuracy=self.accuracy, profile_sinks=self.profile.launch.supports_sink,
-                     host_is_device=self.profile.host.shares_device, marked_blocks=marked_blocks,
-                     usable_gib=self.profile.memory.usable_gib, fragmentation=self.profile.memory.fragmentation)
+              vision_ops: bool | None = None, llm: bool = False) -> Facts:
+        return Facts(ragged_last_batch=ragged, device_vision_ops=vision_ops, accuracy=self.accuracy,
+                     profile_sinks=self.profile.launch.supports_sink, host_is_device=self.profile.host.shares_device,
+                     marked_blocks=marked_blocks, usable_gib=self.profile.memory.usable_gib,
+                     fragmentation=self.profile.memory.fragmentation, llm_composition=llm)
 
     def supports(self, cell: Cell) -> str | None:
-        return scenario_refusal(cell.settings, cell.scenario) or refusal(cell.settings, self.kind, self.facts())
+        if cell.scenario == "inference" and llm_composed(cell):
+            return ("scenario=inference: the device model composes a decoder-only LLM's training step from one "
+                    "block; a forward-only LLM prediction is not built")
+        return scenario_refusal(cell.settings, cell.scenario) or refusal(cell.settings, self.kind,
+                                                                          self.facts(llm=llm_composed(cell)))
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability
@@ -154,7 +183,7 @@ class ModelTarget:
         from hardware.model.graph import mindspore_version, workload_sources
         from msbench.freshness import files_digest, fingerprint
 
-        sources = [*MODEL_DIR.glob("*.py"), *SPINE, *workload_sources(cell.workload)]
+        sources = [*MODEL_DIR.glob("*.py"), *MODEL_DIR.glob("llm/*.py"), *SPINE, *workload_sources(cell.workload)]
         if self.accuracy:
             sources += MINDSPORE_DIR.glob("*.py")
         calibration = files_digest([CALIBRATION_DIR]) if CALIBRATION_DIR.exists() else None
@@ -167,7 +196,7 @@ class ModelTarget:
         marked = meta.get("recomputed_blocks")
         reason = refusal(cell.settings, self.kind, self.facts(marked if isinstance(marked, int) else None,
                                                               meta.get("ragged_last_batch"),
-                                                              prediction_vision_ops(result)))
+                                                              prediction_vision_ops(result), llm=llm_composed(cell)))
         if reason:     # known only once the graph is extracted, as on the real target once the step is built
             return Record(cell=cell, status="unsupported", reason=reason, profile_hash=self.profile.digest)
         metrics = prediction_metrics(result.prediction.to_dict())

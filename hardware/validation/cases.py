@@ -21,7 +21,7 @@ PUBLISHED = Path(__file__).with_name("published.toml")
 # Published units and what they measure: a step time, samples per second over all devices, or tokens
 # per second (kept only on cases msbench cannot express: converting it needs the run's layout).
 UNITS = {"ms/step": "step", "img/s": "throughput", "sentences/s": "throughput", "samples/s": "throughput",
-         "tokens/s": "tokens"}
+         "tokens/s": "tokens", "tokens/s/p": "tokens_per_device"}
 CASE_KEYS = {"id", "expressible", "source", "repo", "path", "commit", "chip", "mindspore", "figure", "unit",
              "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits"}
 REQUIRED = ("id", "expressible", "source", "chip", "mindspore", "figure", "unit", "published", "note")
@@ -60,20 +60,31 @@ class PublishedCase:
 
     @property
     def samples_per_step(self) -> int:
-        """Samples of one optimizer step over all devices (what a published img/s counts)."""
+        """Samples of one optimizer step over all devices (what a published img/s counts): each replica's
+        batch (which the pipeline splits into micro-batches) x accumulation, times the data-parallel replicas."""
         s = self.settings
-        return int(s.batch_size or 0) * s.grad_accum * s.devices
+        return int(s.batch_size or 0) * s.grad_accum * s.data_parallel
+
+    @property
+    def per_step(self) -> float:
+        """What the published rate counts per step: samples, or tokens per card (MindFormers' tokens/s/p)."""
+        if UNITS[self.unit] != "tokens_per_device":
+            return float(self.samples_per_step)
+        from workloads.registry import get_workload
+
+        seq = get_workload(self.workload).preset(self.preset, dict(self.overrides)).seq_len
+        return self.samples_per_step * seq / self.settings.devices
 
     @property
     def published_step_s(self) -> float:
         """The published figure as seconds per step."""
         if UNITS[self.unit] == "step":
             return self.figure / 1000.0
-        return self.samples_per_step / self.figure
+        return self.per_step / self.figure
 
     def in_unit(self, step_s: float) -> float:
         """A step time expressed in this case's published unit."""
-        return step_s * 1000.0 if UNITS[self.unit] == "step" else self.samples_per_step / step_s
+        return step_s * 1000.0 if UNITS[self.unit] == "step" else self.per_step / step_s
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Mapping
 
 import pandas as pd
 
+from msbench.report.claims_llm import llm_claims
 from msbench.report.frame import CONTEXT, KNOBS, metric, ok_cells, paired_accuracy_pp, ratio
 from msbench.stats import is_effect
 
@@ -269,7 +270,7 @@ CLAIMS: tuple[Claim, ...] = (
           "cells with devices 1 and 8, otherwise equal",
           (Check("efficiency", "scaling efficiency at 8", 0.9, 0.7, unit="pct"),),
           pairs({"devices": (1,)}, {"devices": (8,)}), scaling_measure),
-)
+) + llm_claims()                     # the LLM-scale claims (msbench/report/claims_llm.py)
 
 from msbench.report.claims_tips import TIP_CLAIMS  # noqa: E402  (built from the classes above)
 

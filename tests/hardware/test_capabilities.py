@@ -16,6 +16,7 @@ from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_K
                                    graph_knobs, refusal, walk_contexts, walk_values)
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
+from hardware.mindspore.parallel_plan import plan_parallel
 from hardware.model.graph import GRAPH_KNOBS, graph_key
 from hardware.model.host_cost import entry_key
 from hardware.model.predict import predict
@@ -40,6 +41,7 @@ def real_signature(s: Settings, device: str) -> dict:
 
     return {
         "context": asdict(plan_context(s, device, threads=1)),
+        "parallel": asdict(plan_parallel(s)),
         "train_step": {"amp": amp_effective(s), "recompute": s.recompute, "optimizer": s.optimizer,
                        "lr_schedule": s.lr_schedule, "micro_batch": s.batch_size, "grad_accum": s.grad_accum,
                        "loss_scale": s.loss_scale, "devices": s.devices, "seed": s.seed,

@@ -5,8 +5,10 @@ from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_setting
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
-                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling", "python_multiprocessing", "shared_mem",
-                "augment_device", "drop_remainder", "memory_optimize_level", "max_device_memory"]
+                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling", "tensor_parallel", "pipeline_stages",
+                "micro_batches", "sequence_parallel", "optimizer_shard", "flash_attention", "parallel_mode",
+                "python_multiprocessing", "shared_mem", "augment_device", "drop_remainder", "memory_optimize_level",
+                "max_device_memory"]
 
 
 def test_every_design_knob_is_listed_with_its_fields():
@@ -70,6 +72,16 @@ RULE_FIRES = [
     {"shared_mem": False},
     {"drop_remainder": False, "grad_accum": 4},
     {"data_format": "generator", "cache": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 3},
+    {"devices": 8, "tensor_parallel": 2},
+    {"devices": 8, "pipeline_stages": 2, "micro_batches": 2},
+    {"parallel_mode": "semi_auto"},
+    {"devices": 8, "parallel_mode": "semi_auto", "sequence_parallel": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "pipeline_stages": 4, "micro_batches": 2},
+    {"micro_batches": 4},
+    {"devices": 8, "optimizer_shard": True},
+    {"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 8, "optimizer_shard": True},
+    {"flash_attention": True},
 ]
 
 

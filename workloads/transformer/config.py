@@ -52,3 +52,67 @@ class TransformerPreset(Preset):
         """BERT's masked_lm_positions slots: 15% of seq_len rounded up to a multiple of 5 (20 at 128, 80 at 512,
         the max_predictions_per_seq of Google's pre-training scripts)."""
         return 5 * math.ceil(self.seq_len * MASK_PROB / 5)
+
+
+LLM_MLPS = ("swiglu", "gelu")          # Llama's gated SiLU FFN (Shazeer 2020) or GPT-3's GELU FFN
+LLM_NORMS = ("rmsnorm", "layernorm")    # Llama's RMSNorm (Zhang & Sennrich 2019) or GPT-3's LayerNorm
+LLM_POSITIONS = ("rotary", "learned")   # rotary embeddings (Su et al. 2021) or a learned table (GPT-3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMPreset(TransformerPreset):
+    """A decoder-only LLM (Llama 2, GPT-3): pre-norm blocks, `kv_heads` < `heads` for grouped-query attention
+    (Ainslie et al. 2023), and the choices that tell the two families apart. `tied` shares the token table with
+    the output head (GPT-3, as GPT-2); Llama 2 has its own head. Projections carry biases only with LayerNorm
+    (GPT-3); Llama's have none."""
+
+    kv_heads: int
+    mlp: str
+    norm: str
+    positions: str
+    tied: bool
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        where = f"preset {self.name}"
+        if self.kv_heads < 1 or self.heads % self.kv_heads:
+            raise ConfigError("kv_heads", self.kv_heads, f"a divisor of heads={self.heads}", where)
+        for key, allowed in (("mlp", LLM_MLPS), ("norm", LLM_NORMS), ("positions", LLM_POSITIONS)):
+            if getattr(self, key) not in allowed:
+                raise ConfigError(key, getattr(self, key), "|".join(allowed), where)
+        if (self.positions == "learned") != (self.max_positions > 0):
+            raise ConfigError("max_positions", self.max_positions,
+                              ">= seq_len with positions=learned, 0 with positions=rotary", where)
+        if self.positions == "rotary" and self.head_dim % 2:
+            raise ConfigError("heads", self.heads, "a count giving an even head dimension (rotary pairs)", where)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    @property
+    def biased(self) -> bool:
+        """GPT-3 keeps GPT-2's projection biases; Llama drops them."""
+        return self.norm == "layernorm"
+
+
+def llm_parameter_count(p: LLMPreset) -> int:
+    """Trainable parameters of the decoder-only network built from `p`, counted from its shapes (the test checks
+    this against the tiny network's real `trainable_params` and the full sizes against the published counts)."""
+    d, kv_dim, bias = p.d_model, p.kv_heads * p.head_dim, int(p.biased)
+    attention = 2 * d * d + 2 * d * kv_dim + bias * (2 * d + 2 * kv_dim)          # Q, O and K, V
+    ffn = 3 * d * p.ff_dim if p.mlp == "swiglu" else 2 * d * p.ff_dim + bias * (p.ff_dim + d)
+    norm = d if p.norm == "rmsnorm" else 2 * d
+    embeddings = p.vocab_size * d * (1 if p.tied else 2) + p.max_positions * d
+    return p.layers * (attention + ffn + 2 * norm) + norm + embeddings
+
+
+def llm_forward_flops(p: LLMPreset) -> int:
+    """Forward FLOPs of one sequence (2 x multiply-accumulates of the matrix ops, the convention of
+    hardware.model.graph.forward_flops): every projection and the LM head once per token, and per layer the
+    two attention products Q K^T and P V over the whole T x T score matrix (the plain kernel computes the
+    masked half too). Checked against forward_flops of the real tiny networks."""
+    d, kv_dim, t = p.d_model, p.kv_heads * p.head_dim, p.seq_len
+    per_token = 2 * d * d + 2 * d * kv_dim + (3 if p.mlp == "swiglu" else 2) * d * p.ff_dim
+    head = p.vocab_size * d
+    return 2 * t * (p.layers * per_token + head) + p.layers * 4 * t * t * d

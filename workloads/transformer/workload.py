@@ -18,7 +18,7 @@ from workloads.base import Workload
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
-from workloads.transformer.config import TASKS, TransformerPreset
+from workloads.transformer.config import TASKS, LLMPreset, TransformerPreset
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -209,6 +209,71 @@ class GPT2Workload(TransformerWorkload):
         from workloads.transformer.network import TokenCrossEntropy
 
         return TokenCrossEntropy()
+
+
+class LLMWorkload(GPT2Workload):
+    """Decoder-only LLMs (Llama 2, GPT-3): GPT-2's data, loss and metric, the LLM blocks of
+    workloads/transformer/llm.py, and the parallel plan's rules (hardware/mindspore/parallel_plan.py)."""
+
+    preset_cls: ClassVar[type[TransformerPreset]] = LLMPreset
+    identical_blocks: ClassVar[tuple[str, ...]] = ("layers",)
+
+    def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        from workloads.transformer.llm import DecoderLM
+
+        return DecoderLM(preset)  # type: ignore[arg-type]
+
+    def size_from_config(self, preset: TransformerPreset) -> tuple[int, int]:
+        """The formulas of config.py (tests/workloads/test_llama.py checks both against the tiny networks)."""
+        from workloads.transformer.config import llm_forward_flops, llm_parameter_count
+
+        return llm_parameter_count(preset), llm_forward_flops(preset)  # type: ignore[arg-type]
+
+    def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
+        """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
+        stages on the blocks in the semi-auto/auto modes (hardware/mindspore/parallel_plan.py)."""
+        from hardware.mindspore.parallel_plan import annotate, plan_parallel
+        from workloads.transformer.llm import DecoderLM
+
+        return annotate(DecoderLM(preset, flash=settings.flash_attention), plan_parallel(settings))  # type: ignore[arg-type]
+
+    def check_settings(self, preset: TransformerPreset, settings: "Settings") -> None:
+        """Tensor parallelism splits heads (and kv heads) over the group; pipeline stages need a layer each
+        and a batch that splits into the micro-batches."""
+        where = f"{self.name}.{preset.name}"
+        batch = settings.batch_size or preset.batch_size
+        if batch % settings.micro_batches:
+            raise ConfigError("micro_batches", settings.micro_batches, f"a divisor of the batch ({batch})", where,
+                              rule="the pipeline splits each replica's batch into equal micro-batches")
+        tp = settings.tensor_parallel
+        for key in ("heads", "kv_heads"):
+            if getattr(preset, key) % tp:
+                raise ConfigError("tensor_parallel", tp, f"a divisor of {key}={getattr(preset, key)}", where,
+                                  rule="tensor parallelism gives each card whole attention heads")
+        head_dim = preset.d_model // preset.heads
+        if settings.flash_attention and (head_dim % 16 or head_dim > 512):
+            raise ConfigError("flash_attention", True, f"false at head dimension {head_dim}", where,
+                              rule="FlashAttentionScore needs a head dimension that is a multiple of 16, "
+                                   "at most 512 (mindspore.ops.flash_attention_score)")
+        if settings.pipeline_stages > preset.layers:
+            raise ConfigError("pipeline_stages", settings.pipeline_stages, f"1..layers={preset.layers}", where,
+                              rule="each pipeline stage holds at least one layer")
+
+
+class Llama2_7BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-7b"
+
+
+class Llama2_13BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-13b"
+
+
+class Llama2_70BWorkload(LLMWorkload):
+    name: ClassVar[str] = "llama2-70b"
+
+
+class GPT3_175BWorkload(LLMWorkload):
+    name: ClassVar[str] = "gpt3-175b"
 
 
 class TransformerBaseWorkload(EncoderDecoderWorkload):

@@ -1,0 +1,126 @@
+"""One tensor-parallel rank's decoder block and the model's two ends, from small real extractions.
+
+The cost of extraction does not grow with the model's depth, vocabulary or batch: MindSpore compiles the
+workload's own block at the rank's shapes (heads, kv heads and FFN width over tensor_parallel) once,
+and the embedding + final norm + head (+ loss) at two small reference vocabularies (hardware/model/
+llm/parts.py). The ends at the rank's vocabulary shard (vocab / tp) come from scaling every
+vocabulary-sized dimension along the two references, exactly as `scaling.scale_batch` scales the
+batch; where the two do not align, the shard is compiled directly. Micro-batches above the reference
+batches are scaled from two small ones the same way. It still grows with the rank's width (hidden size
+and seq_len are compiled as they are). Each compile is cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from hardware.model.compute import kernels
+from hardware.model.llm.compose import PassCost
+from hardware.model.llm.memory import StageParams
+from hardware.model.llm.parts import part_graph
+from hardware.model.lowering import lower
+from hardware.model.opgraph import OpGraph
+from hardware.model.predict import phase_seconds
+from hardware.model.profile import HardwareProfile
+from hardware.model.scaling import REFERENCE_BATCHES, affine, scale_batch, scale_op
+from msbench.settings import Settings
+
+REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
+
+
+@dataclass(frozen=True)
+class LlmGraphs:
+    block: OpGraph         # one decoder block on one tensor-parallel rank
+    ends: OpGraph          # embedding + final norm + head + loss at the rank's vocabulary shard
+    params_per_token: int  # parameters per vocabulary entry (the token table, and the head when untied)
+
+
+def scale_vocab(g1: OpGraph, g2: OpGraph, v1: int, v2: int, vocab: int) -> OpGraph | None:
+    """`g1`/`g2` compiled at vocabularies v1 < v2 with all else equal, at `vocab` (None: not affine)."""
+    if len(g1.ops) != len(g2.ops) or g1.batch_size != g2.batch_size:
+        return None
+    ops = [scale_op(a, b, v1, v2, vocab) for a, b in zip(g1.ops, g2.ops)]
+    counts = {k: affine(getattr(g1, k), getattr(g2, k), v1, v2, vocab)
+              for k in ("param_count", "param_bytes", "activation_bytes")}
+    if None in ops or None in counts.values():
+        return None
+    meta = {**g1.meta, "scaled_from_vocabs": [v1, v2]}
+    meta.pop("kept_activations", None)           # per-tensor tallies are not rescaled; the total is
+    return dataclasses.replace(g1, ops=tuple(ops), meta=meta, **counts)  # type: ignore[arg-type]
+
+
+def extraction_settings(settings: Settings, micro_batch: int) -> Settings:
+    """One card's compile of one micro-batch: parallel layout and fused attention are the model's inputs."""
+    return settings.replace(devices=1, tensor_parallel=1, pipeline_stages=1, micro_batches=1,
+                            sequence_parallel=False, optimizer_shard=False, parallel_mode="data",
+                            flash_attention=False, grad_accum=1, batch_size=micro_batch)
+
+
+def vocab_shard(vocab: int, tensor_parallel: int) -> int:
+    """Megatron's vocabulary-parallel split, padded up when it does not divide."""
+    return -(-vocab // tensor_parallel)
+
+
+def at_batch(compile_at: Callable[[int], OpGraph], micro_batch: int) -> OpGraph:
+    """The part at `micro_batch`: above the reference batches scaled exactly from two small compiles
+    (hardware/model/scaling.py), else compiled at that size."""
+    if micro_batch > REFERENCE_BATCHES[-1]:
+        scaled = scale_batch(*(compile_at(b) for b in REFERENCE_BATCHES), micro_batch)
+        if scaled is not None:
+            return scaled
+    return compile_at(micro_batch)
+
+
+def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
+               settings: Settings, micro_batch: int) -> LlmGraphs:
+    tp = settings.tensor_parallel
+    v1, v2 = REFERENCE_VOCABS
+
+    def block(b: int) -> OpGraph:
+        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", tp, b)
+
+    def ends(vocab: int) -> OpGraph:          # no block to recompute in the ends: one compile for every recompute
+        return at_batch(lambda b: part_graph(workload, preset_name, overrides,
+                                             extraction_settings(settings, b).replace(recompute="none"), "ends", 1,
+                                             b, vocab), micro_batch)
+
+    small, large = ends(v1), ends(v2)
+    shard = vocab_shard(preset.vocab_size, tp)
+    scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)
+    return LlmGraphs(block=at_batch(block, micro_batch), ends=scaled,
+                     params_per_token=(large.param_count - small.param_count) // (v2 - v1))
+
+
+def pass_cost(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> PassCost:
+    """Device seconds by phase of `graph` lowered for the profile's chip."""
+    phases = phase_seconds(kernels(lower(graph, settings, profile).ops, profile))
+    return PassCost(forward_s=phases["forward"], backward_s=phases["backward"], recompute_s=phases["recompute"],
+                    optimizer_s=phases["optimizer"])
+
+
+@dataclass(frozen=True)
+class LlmCosts:
+    block: PassCost
+    first: PassCost       # embedding: its update only (its gather's time is in `last`, see below)
+    last: PassCost        # the ends' forward/backward (the vocabulary head dominates them)
+    params: StageParams
+
+
+def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, vocab_shard: int, tied: bool,
+              total_params: int) -> LlmCosts:
+    """Block and ends costs. The ends are not split by scope: their compute goes on the last stage (the
+    head and loss dominate it) and only the token table's update on the first. A tied table (GPT-3) is
+    counted on the first stage."""
+    block = pass_cost(graphs.block, settings, profile)
+    ends = pass_cost(graphs.ends, settings, profile)
+    end_params = graphs.ends.param_count
+    table = graphs.params_per_token * vocab_shard // (1 if tied else 2)
+    first_params = min(table, end_params)
+    share = first_params / end_params if end_params else 0.0
+    first = PassCost(0.0, 0.0, 0.0, ends.optimizer_s * share)
+    last = dataclasses.replace(ends, optimizer_s=ends.optimizer_s * (1 - share))
+    return LlmCosts(block=block, first=first, last=last,
+                    params=StageParams(layer=graphs.block.param_count, first=first_params,
+                                       last=end_params - first_params, total=total_params))

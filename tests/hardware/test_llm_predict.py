@@ -1,0 +1,39 @@
+"""`model:ascend910b` on a decoder-only LLM: the real per-shard block and ends composed into one step."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware.model.target import predict_cell
+from msbench.settings import make_settings
+
+BASE = {"mode": "graph", "optimizer": "adamw", "batch_size": 2, "devices": 4, "parallel_mode": "semi_auto"}
+
+
+def predict(**knobs):
+    return predict_cell("llama2-7b", "tiny", {}, make_settings({**BASE, **knobs}), "ascend910b")
+
+
+@pytest.mark.slow
+def test_tensor_parallel_block_is_one_ranks_shard():
+    one, two = predict(tensor_parallel=1), predict(tensor_parallel=2)
+    d, ff = 64, 172                                           # the tiny preset's d_model and ff_dim
+    norms = 2 * d
+    shard = one.graph.param_count - norms
+    assert two.graph.param_count == shard // 2 + norms        # Q/K/V/O and the SwiGLU split, the norms whole
+    for result in (one, two):
+        p = result.prediction
+        assert sum(p.breakdown.values()) == pytest.approx(p.step_time_s)
+        assert p.detail["composition"].startswith("llm")
+    assert one.prediction.breakdown["tp_comm"] == 0 < two.prediction.breakdown["tp_comm"]
+    assert two.prediction.memory["params"] < one.prediction.memory["params"]
+    assert one.graph.param_count == 4 * d * d + 3 * d * ff + norms
+
+
+@pytest.mark.slow
+def test_pipeline_and_optimizer_shard_change_the_step():
+    plain = predict(tensor_parallel=2)
+    pipelined = predict(tensor_parallel=2, pipeline_stages=2, micro_batches=2)
+    sharded = predict(tensor_parallel=2, optimizer_shard=True)
+    assert pipelined.prediction.breakdown["pp_bubble"] > 0 and pipelined.prediction.detail["bubble_fraction"] == pytest.approx(1 / 3, rel=1e-5)
+    assert sharded.prediction.memory["optimizer_states"] * 2 == pytest.approx(plain.prediction.memory["optimizer_states"], abs=2)
