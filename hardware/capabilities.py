@@ -111,20 +111,6 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
                       for k in REAL_KINDS},
                    **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
-    "python_multiprocessing": _everywhere(f"{DATASET}: GeneratorDataset/map(python_multiprocessing=True)",
-                                          f"{MODES}: the measured process/thread time ratio of the pipeline"),
-    "shared_mem": _everywhere("ds.config.set_enable_shared_mem(enable)",
-                              f"{MODES}: the measured shared-memory on/off time ratio of the pipeline"),
-    "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize .device('Ascend') (DVPP)")
-                          for k in REAL_KINDS},
-                       **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units")
-                          for k in MODEL_KINDS}},
-    "drop_remainder": _everywhere(f"{DATASET}: data.batch(batch_size, drop_remainder=...)",
-                                  f"{MODES}: one more graph compile per epoch for the ragged batch"),
-    "memory_optimize_level": _everywhere("ms.runtime.set_memory(optimize_level=...)",
-                                         "memory.estimate_memory: the pool's fragmentation (O0) or SOMAS' plan (O1)"),
-    "max_device_memory": _everywhere("ms.runtime.set_memory(max_size='<GiB>GB')",
-                                     "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 }
 
 PLAN = "hardware.mindspore.parallel_plan"
@@ -157,6 +143,22 @@ EFFECTS.update({
                                    "AUTO_PARALLEL, search_mode='sharding_propagation')") for k in REAL_KINDS},
                       **{k: _model(f"{LLM_MODEL}: the layout the composition costs (auto: the semi_auto plan, "
                                    "which sharding propagation extends)") for k in MODEL_KINDS}},
+})
+EFFECTS.update({
+    "python_multiprocessing": _everywhere(f"{DATASET}: GeneratorDataset/map(python_multiprocessing=True)",
+                                          f"{MODES}: the measured process/thread time ratio of the pipeline"),
+    "shared_mem": _everywhere("ds.config.set_enable_shared_mem(enable)",
+                              f"{MODES}: the measured shared-memory on/off time ratio of the pipeline"),
+    "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize .device('Ascend') (DVPP)")
+                          for k in REAL_KINDS},
+                       **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units")
+                          for k in MODEL_KINDS}},
+    "drop_remainder": _everywhere(f"{DATASET}: data.batch(batch_size, drop_remainder=...)",
+                                  f"{MODES}: one more graph compile per epoch for the ragged batch"),
+    "memory_optimize_level": _everywhere("ms.runtime.set_memory(optimize_level=...)",
+                                         "memory.estimate_memory: the pool's fragmentation (O0) or SOMAS' plan (O1)"),
+    "max_device_memory": _everywhere("ms.runtime.set_memory(max_size='<GiB>GB')",
+                                     "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 })
 
 # The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
@@ -296,6 +298,26 @@ REFUSALS += tuple(
             lambda s, f: "LLM parallelism (tensor_parallel, pipeline_stages, sequence_parallel, optimizer_shard, "
                          "flash_attention, parallel_mode): the device model composes it in hardware/model/llm, "
                          "which does not cost this cell"),
+)
+
+
+# What the LLM composition (hardware/model/llm) costs is the device side of a graph-mode, sunk step: compute,
+# collectives, the pipeline bubble, the optimizer. Host-side knobs it does not model are refused there, not ignored.
+_LLM_GRAPH_SINK = "the device model composes a decoder-only LLM's step as MindSpore trains one on Ascend, in graph mode with dataset sink (no per-kernel host dispatch, no per-step round trip); set mode=graph and sink=true"
+_LLM_NO_PIPELINE = "the LLM composition does not model the host data pipeline (a token batch is a few KB per sample); leave it at its default"
+_LLM_OWN_MEMORY = "the LLM composition's memory model (Korthikanti et al.) has no SOMAS reuse or pool cap yet; leave it at its default"
+REFUSALS += (
+    Refusal("mode", MODEL_KINDS, lambda s, f: f.llm_composition and s.mode != "graph", lambda s, f: f"mode={s.mode}: {_LLM_GRAPH_SINK}"),
+    Refusal("sink", MODEL_KINDS, lambda s, f: f.llm_composition and not s.sink, lambda s, f: f"sink=false: {_LLM_GRAPH_SINK}"),
+) + tuple(
+    Refusal(knob, MODEL_KINDS, lambda s, f, knob=knob: f.llm_composition and not _llm_default(s, knob),
+            lambda s, f, knob=knob, why=why: f"{knob}={_text(getattr(s, knob))}: {why}")
+    for knob, why in (("graph_kernel", _LLM_GRAPH_SINK.split(";")[0] + "; graph-kernel fusion of its blocks is not modelled"),
+                      ("sink_size", _LLM_NO_PIPELINE), ("workers", _LLM_NO_PIPELINE), ("prefetch", _LLM_NO_PIPELINE),
+                      ("data_format", _LLM_NO_PIPELINE),
+                      ("python_multiprocessing", _LLM_NO_PIPELINE), ("shared_mem", _LLM_NO_PIPELINE),
+                      ("augment_device", _LLM_NO_PIPELINE), ("drop_remainder", _LLM_NO_PIPELINE),
+                      ("memory_optimize_level", _LLM_OWN_MEMORY), ("max_device_memory", _LLM_OWN_MEMORY))
 )
 
 

@@ -138,7 +138,31 @@ def test_the_table_covers_every_knob_and_kind_and_every_refusal_can_fire():
         assert refusal(settings, "mindspore:ascend", refusing).startswith(f"{knob}=")
         assert refusal(settings, "mindspore:ascend", Facts()) is None
         fired |= {i for i, r in enumerate(REFUSALS) if r.knob == knob and r.when(settings, refusing)}
+    fired |= llm_composition_refusals_fired()
     assert fired == set(range(len(REFUSALS)))
+
+
+LLM_HOST_VALUES = {"mode": "pynative", "sink": False, "graph_kernel": True, "sink_size": 4, "workers": 8,
+                   "prefetch": 0, "data_format": "mindrecord", "python_multiprocessing": True,
+                   "shared_mem": False, "augment_device": "ascend", "drop_remainder": False,
+                   "memory_optimize_level": "O1", "max_device_memory": 16.0}
+
+
+def llm_composition_refusals_fired() -> set[int]:
+    """The composed LLM step refuses the host-side knobs it does not cost (they would be silent there)."""
+    composed, plain = Facts(llm_composition=True), Facts()
+    graph_sink = {"mode": "graph", "sink": True}
+    fired = set()
+    for knob, value in LLM_HOST_VALUES.items():
+        extra = {"shared_mem": {"python_multiprocessing": True}, "mode": {"sink": False}}.get(knob, {})
+        base = make_settings(graph_sink if knob == "mode" else {**graph_sink, **extra})
+        changed = make_settings({**graph_sink, **extra, knob: value})
+        if knob != "shared_mem":     # its context (process workers) is itself refused there
+            assert refusal(base, "model:npu", composed) is None, knob
+            assert refusal(changed, "model:npu", composed).startswith(f"{knob}="), knob
+        assert refusal(changed, "model:npu", plain) is None or knob == "augment_device", knob
+        fired |= {i for i, r in enumerate(REFUSALS) if r.knob == knob and r.when(changed, composed)}
+    return fired
 
 
 def test_cache_keys_read_the_table():

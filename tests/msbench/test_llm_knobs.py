@@ -99,7 +99,10 @@ def test_capability_per_target_kind():
     assert "data parallel only" in refusal(s, "mindspore:cpu")
     assert "FlashAttentionScore" in refusal(make_settings(FLASH), "mindspore:gpu")
     assert "hardware/model/llm" in refusal(s, "model:npu")
-    assert refusal(s, "model:npu", Facts(llm_composition=True)) is None
+    assert refusal(s, "model:npu", Facts(llm_composition=True)).startswith("mode=pynative")   # graph + sink only
+    assert refusal(s.replace(mode="graph", sink=True), "model:npu", Facts(llm_composition=True)) is None
     assert capability("tensor_parallel", 2, "mindspore:ascend").status == "applied"
-    assert capability("tensor_parallel", 2, "model:npu", facts=Facts(llm_composition=True)).status == "modelled"
+    composed_context = {"devices": 8, "parallel_mode": "semi_auto", "mode": "graph", "sink": True}
+    assert capability("tensor_parallel", 2, "model:npu", composed_context,
+                      facts=Facts(llm_composition=True)).status == "modelled"
     assert capability("optimizer_shard", True, "mindspore:cpu").status == "refused"
