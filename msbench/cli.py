@@ -158,13 +158,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json "
                                          "(host) or pipeline_modes.json (pipeline-modes)")
     p.add_argument("what", choices=["host", "pipeline-modes"])
-    p.add_argument("workloads", nargs="*", help="workloads to measure (default: every entry already in the file)")
+    p.add_argument("workloads", nargs="*", help="workloads to measure (host: or --all; pipeline-modes: default set)")
+    p.add_argument("--all", action="store_true", help="host: re-measure every entry already in the file")
+    p.add_argument("--check", action="store_true",
+                   help="host: measure nothing: print the scaling law's error on the file's held-out wall-clock points")
     p.add_argument("--preset", action="append", default=[], help="preset (repeatable; default: tiny and full)")
     p.add_argument("--data-format", action="append", default=[], choices=["generator", "mindrecord"],
                    help="data format (repeatable; default: both)")
     p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE", help="preset override")
     p.add_argument("--file", help="the calibration file to rewrite (default: the repository's)")
     p.add_argument("--note", default="", help="conditions of this measurement, kept in the file's note")
+    p.add_argument("--beside-others", action="store_true",
+                   help="do not wait to have the host alone (per-stage CPU times tolerate sharing; the held-out "
+                        "wall-clock points do not, and each entry records it)")
 
     p = sub.add_parser("validate", help="compare the device model with real CPU runs (cpu) or published Ascend runs")
     p.add_argument("--profile", default="cpu")

@@ -69,7 +69,9 @@ def time_modes(wl: Any, preset_name: str, data_format: str, workdir: Path) -> di
             dataset = wl.make_dataset(preset, "train", settings, batch, workdir=workdir)
             iterator = dataset.repeat(plan.epochs).create_tuple_iterator(output_numpy=True, num_epochs=1)
             next(iterator)
-            out[mode][str(workers)] = timed_segments(iterator, plan, clock)[0]
+            # every host CPU: the ratio compares modes at the worker count, pinned as calibrate host's 2-worker point
+            cpus = set(sorted(os.sched_getaffinity(0))[:workers])
+            out[mode][str(workers)] = timed_segments(iterator, plan, clock, cpus)["walls"]
             del iterator, dataset
     return out
 

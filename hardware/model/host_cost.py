@@ -1,10 +1,12 @@
-"""Per-sample host cost of a workload's data pipeline, read from the versioned calibration file.
+"""Per-stage host cost of a workload's data pipeline, read from the versioned calibration file.
 
 The device model never measures the machine it runs on: the cost of each workload's real
 `mindspore.dataset` pipeline was measured once on the reference host by `msbench calibrate host`
 (hardware/calibration/host_cost.py) and written to `hardware/calibration/host_cost.json` with its
-date, spread, host and command. A prediction is then a pure function of its inputs and the file,
-whose hash every prediction carries (`HostCost.calibration_hash`), like a profile's.
+date, spread, host and command. Schema 2 stores what the pipelined scaling law
+(hardware/model/host_time.py) needs: the CPU seconds per sample of each pipeline thread at one
+worker, the Python consumer's, and the GIL-serial share of the Python callables. A prediction is a
+pure function of its inputs and the file, whose hash every prediction carries, like a profile's.
 """
 
 from __future__ import annotations
@@ -20,7 +22,17 @@ from typing import Any, Mapping
 from msbench.errors import UserError
 
 CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "calibration" / "host_cost.json"
-SCHEMA = 1                  # of the file; hardware/calibration/host_cost.py writes the same number
+SCHEMA = 2                  # of the file; hardware/calibration/host_cost.py writes the same number
+REMEASURE = "msbench calibrate host --all"
+
+
+@dataclass(frozen=True)
+class PipelineStage:
+    """One thread of the pipeline at one worker: a reader, a map, the batch op (named in the file)."""
+
+    name: str
+    cpu_s: float               # CPU seconds per sample of the thread (C++ and the Python it ran)
+    python_s: float            # of which inside Python callables
 
 
 @dataclass(frozen=True)
@@ -31,11 +43,11 @@ class HostCost:
     preset: str
     overrides: tuple[tuple[str, Any], ...]
     data_format: str
-    per_sample_s: float                # median seconds per sample, 1 pipeline worker
-    per_sample_2_workers_s: float      # the same with 2 workers
-    python_per_sample_s: float         # of the 1-worker time: inside Python callables (recorded; not the serial part)
-    bytes_per_sample: int              # one sample as the pipeline yields it (host -> device copy)
-    calibration_hash: str              # sha256 of the calibration file
+    stages: tuple[PipelineStage, ...]
+    consumer_s: float          # the Python iterator's CPU seconds per sample (only without dataset sink)
+    gil_fraction: float        # share of the Python callables' time that holds the GIL (serial across threads)
+    bytes_per_sample: int      # one sample as the pipeline yields it (host -> device copy)
+    calibration_hash: str      # sha256 of the calibration file
 
 
 def entry_key(workload: str, preset: str, overrides: Mapping[str, Any], data_format: str) -> str:
@@ -50,12 +62,38 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     data = json.loads(raw)
     if data.get("schema") != SCHEMA:
         raise UserError(f"{path}: schema={data.get('schema')!r} is not allowed; allowed: {SCHEMA} "
-                        f"(re-measure it with `msbench calibrate host`)")
+                        f"(per-stage costs; re-measure every entry with `{REMEASURE}`)")
     return hashlib.sha256(raw).hexdigest(), data["entries"]
 
 
 def calibration_hash(path: Path = CALIBRATION_FILE) -> str:
     return _load(path)[0]
+
+
+def _number(path: Path, key: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
+    """A finite number in [low, high]; a hand-edited or corrupt file must not move predictions silently."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low <= value <= high:
+        allowed = f">= {low}" + (f" and <= {high}" if math.isfinite(high) else "")
+        raise UserError(f"{path.name}: {key}: {name}={value!r} is not allowed; allowed: a finite number "
+                        f"{allowed} (re-measure it with `{REMEASURE}`)")
+    return float(value)
+
+
+def _stages(path: Path, key: str, raw: Any) -> tuple[PipelineStage, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise UserError(f"{path.name}: {key}: stages={raw!r} is not allowed; allowed: a non-empty list of "
+                        f"{{name, cpu_seconds_per_sample, python_seconds_per_sample}} (re-measure it with `{REMEASURE}`)")
+    stages = []
+    for i, s in enumerate(raw):
+        cpu = _number(path, key, f"stages[{i}].cpu_seconds_per_sample", s.get("cpu_seconds_per_sample"), 0.0)
+        python = _number(path, key, f"stages[{i}].python_seconds_per_sample",
+                         s.get("python_seconds_per_sample"), 0.0, cpu)
+        stages.append(PipelineStage(str(s.get("name", f"thread {i}")), cpu, python))
+    if not any(s.cpu_s > 0 for s in stages):
+        raise UserError(f"{path.name}: {key}: stages={raw!r} is not allowed; allowed: at least one stage with "
+                        f"cpu_seconds_per_sample > 0 (re-measure it with `{REMEASURE}`)")
+    return tuple(stages)
 
 
 def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, data_format: str,
@@ -69,17 +107,13 @@ def host_cost(workload: str, preset: str, overrides: Mapping[str, Any] | None, d
         raise UserError(f"host cost {key!r} is not in {path.name}; measure it with: msbench calibrate host "
                         f"{workload} --preset {preset} --data-format {data_format}{flags}")
     e = entries[key]
-    costs = {"seconds_per_sample.1": e["seconds_per_sample"]["1"],
-             "seconds_per_sample.2": e["seconds_per_sample"]["2"],
-             "bytes_per_sample": e["bytes_per_sample"], "python_seconds_per_sample": e["python_seconds_per_sample"]}
-    for name, value in costs.items():          # a hand-edited or corrupt file must not move predictions silently
-        minimum_ok = value >= 0 if name == "python_seconds_per_sample" else value > 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not minimum_ok:
-            raise UserError(f"{path.name}: {key}: {name}={value!r} is not allowed; allowed: a finite number "
-                            f"{'>= 0' if name == 'python_seconds_per_sample' else '> 0'} (re-measure it with "
-                            f"`msbench calibrate host {workload}`)")
+    size = e.get("bytes_per_sample")
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise UserError(f"{path.name}: {key}: bytes_per_sample={size!r} is not allowed; allowed: a whole number > 0 "
+                        f"(re-measure it with `{REMEASURE}`)")
     return HostCost(workload=workload, preset=preset, overrides=tuple(sorted(overrides.items())),
-                    data_format=data_format, per_sample_s=e["seconds_per_sample"]["1"],
-                    per_sample_2_workers_s=e["seconds_per_sample"]["2"],
-                    python_per_sample_s=e["python_seconds_per_sample"], bytes_per_sample=e["bytes_per_sample"],
-                    calibration_hash=digest)
+                    data_format=data_format, stages=_stages(path, key, e.get("stages")),
+                    consumer_s=_number(path, key, "consumer_seconds_per_sample",
+                                       e.get("consumer_seconds_per_sample"), 0.0),
+                    gil_fraction=_number(path, key, "gil_fraction", e.get("gil_fraction"), 0.0, 1.0),
+                    bytes_per_sample=size, calibration_hash=digest)

@@ -7,17 +7,23 @@
   the device and the two add up.
 - Round trip. Without dataset sink every step is launched from the host and its loss fetched
   back; with sink, one round trip covers `sink_size` steps (or an epoch for sink_size=-1).
-- Data pipeline. The per-sample host cost of the workload's real mindspore.dataset pipeline,
-  calibrated on the reference host at 1 and 2 workers (hardware/calibration/host_cost.json), is
-  scaled by the profile's relative core speed over the workers that get a core, by Amdahl's law
-  (G. M. Amdahl, "Validity of the single processor approach to achieving large scale computing
-  capabilities", AFIPS 1967): t(w) = s + (t2 - s) * 2 / w for w >= 2, t(1) = t1, where s, the
-  serial part, is what the two measured points imply, 2*t2 - t1, kept within [0, t2]. The time spent
-  inside the pipeline's Python callables is recorded but is not taken as serial: those callables
-  spend most of it in C code that releases the GIL (YOLOv5s full: 37.6 of 38.5 ms/sample inside
-  Python callables, yet 21.7 ms/sample at 2 workers on the quiet reference host), so only the
-  measured scaling says how much is serial. The law meets both measurements exactly. The pipeline
-  overlaps device time unless prefetch is 0, or it shares cores with the device (the CPU target).
+- Data pipeline. mindspore.dataset runs every operation (reader, each map, batch) in its own
+  worker threads, `num_parallel_workers` of them, with queues between operations, so a pipeline is a
+  tandem of stages whose throughput is that of its slowest one (MindSpore docs, "Optimizing the Data
+  Processing": each op's parallelism and the queue sizes set the pipeline's speed; the bottleneck law
+  of operational analysis, P. J. Denning and J. P. Buzen, "The Operational Analysis of Queueing
+  Network Models", ACM Computing Surveys 10(3), 1978: X <= min_k c_k / D_k for a stage of demand D_k
+  served by c_k servers, and X <= C / sum_k D_k for C shared cores). Per sample at w workers on
+  C host cores, with every demand measured at one worker on the reference host
+  (hardware/calibration/host_cost.json):
+      t(w) = max( max_stage cpu / min(w, C),       each thread's work divided over its workers
+                  g * sum_stage python,            Python bytecode holds the GIL: serial in thread mode
+                  consumer            (no sink),   the Python iterator is one thread
+                  (sum_stage cpu + consumer) / C ) all of it shares C cores
+  scaled by the profile's relative core speed. g, the GIL-held share of the Python callables, is
+  measured by replaying them in one and in two threads (numpy/PIL release the GIL for most of
+  their time). The pipeline overlaps device time unless prefetch is 0, or it shares cores with the
+  device (the CPU target).
 """
 
 from __future__ import annotations
@@ -31,11 +37,19 @@ from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
 
+class StageLike(Protocol):
+    """What the law needs of one pipeline thread (`hardware.model.host_cost.PipelineStage`)."""
+
+    cpu_s: float               # CPU seconds per sample at one worker on the reference host
+    python_s: float            # of which inside Python callables
+
+
 class HostCostLike(Protocol):
     """What the model needs from `hardware.model.host_cost.HostCost` (calibrated on the reference host)."""
 
-    per_sample_s: float            # host seconds per sample of the cell's data pipeline, one worker
-    per_sample_2_workers_s: float  # the same with two workers
+    stages: Sequence[StageLike]    # the pipeline's threads at one worker
+    consumer_s: float              # the Python iterator, per sample (absent under dataset sink)
+    gil_fraction: float            # GIL-held share of the Python callables' time
     bytes_per_sample: int          # bytes of one sample as fed to the network (host -> device copy)
     calibration_hash: str          # of the calibration file the figures come from
 
@@ -101,18 +115,32 @@ def steps_per_round(settings: Settings, epoch_steps: int) -> int:
     return settings.sink_size if settings.sink_size > 0 else max(epoch_steps, 1)
 
 
-def serial_per_sample_s(host: HostCostLike) -> float:
-    """The part of the pipeline's per-sample time that more workers do not divide (module docstring)."""
-    one, two = host.per_sample_s, host.per_sample_2_workers_s
-    return min(two, max(2.0 * two - one, 0.0))
+@dataclass(frozen=True)
+class PipelineBound:
+    """The terms of the pipelined law (module docstring), reference-host seconds per sample."""
+
+    stage_s: float             # the slowest thread, its work divided over min(workers, cores)
+    gil_s: float               # GIL-serial Python work
+    consumer_s: float          # the Python iterator (0 under sink)
+    cores_s: float             # all the work over the cores
+
+    @property
+    def seconds(self) -> float:
+        return max(self.stage_s, self.gil_s, self.consumer_s, self.cores_s)
 
 
-def per_sample_seconds(workers: int, host: HostCostLike) -> float:
-    """Reference-host seconds per sample at `workers` pipeline workers: measured at 1 and 2, Amdahl beyond."""
-    if workers <= 1:
-        return host.per_sample_s
-    serial = serial_per_sample_s(host)
-    return serial + (host.per_sample_2_workers_s - serial) * 2.0 / workers
+def pipeline_bound(workers: int, cores: int, sink: bool, host: HostCostLike) -> PipelineBound:
+    parallel = max(1, min(workers, cores))
+    consumer = 0.0 if sink else host.consumer_s
+    work = sum(s.cpu_s for s in host.stages)
+    return PipelineBound(stage_s=max((s.cpu_s for s in host.stages), default=0.0) / parallel,
+                         gil_s=host.gil_fraction * sum(s.python_s for s in host.stages),
+                         consumer_s=consumer, cores_s=(work + consumer) / max(1, cores))
+
+
+def per_sample_seconds(workers: int, cores: int, sink: bool, host: HostCostLike) -> float:
+    """Reference-host seconds per sample at `workers` pipeline workers on `cores` cores: the bottleneck."""
+    return pipeline_bound(workers, cores, sink, host).seconds
 
 
 def pipeline_workers(settings: Settings, profile: HardwareProfile) -> int:
@@ -121,12 +149,12 @@ def pipeline_workers(settings: Settings, profile: HardwareProfile) -> int:
 
 
 def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> float:
-    """Host seconds at the cell's workers, times the measured ratio of its pipeline knobs; vision ops moved
-    to the device are a pipelined stage of their own (pipeline_modes.py), so the slower stage sets the pace."""
-    workers = pipeline_workers(settings, profile)
+    """Host seconds at the cell's workers (the bottleneck law), times the measured ratio of its pipeline knobs;
+    vision ops moved to the device are a pipelined stage of their own (pipeline_modes.py): the slower sets the pace."""
     modes = modes_of(host)
-    host_s = (per_sample_seconds(workers, host) * samples / profile.host.core_speed
-              * data_time_ratio(settings, modes, workers, profile.name))
+    per_sample = per_sample_seconds(settings.workers, profile.host.cores_per_device, settings.sink, host)
+    host_s = (per_sample * samples / profile.host.core_speed
+              * data_time_ratio(settings, modes, pipeline_workers(settings, profile), profile.name))
     return max(host_s, device_vision_seconds(settings, modes, samples, profile.name))
 
 

@@ -153,12 +153,16 @@ class HostWithModes:
     modes: PipelineModes
 
     @property
-    def per_sample_s(self) -> float:
-        return self.host.per_sample_s
+    def stages(self) -> Any:
+        return self.host.stages
 
     @property
-    def per_sample_2_workers_s(self) -> float:
-        return self.host.per_sample_2_workers_s
+    def consumer_s(self) -> float:
+        return self.host.consumer_s
+
+    @property
+    def gil_fraction(self) -> float:
+        return self.host.gil_fraction
 
     @property
     def bytes_per_sample(self) -> int:

@@ -6,21 +6,25 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from hardware.model.host_cost import PipelineStage
 from hardware.model.opgraph import DTYPE_BYTES, Op, OpGraph, TensorSpec
 
 
 @dataclass(frozen=True)
 class FakeHost:
-    """A calibration entry: by default a pipeline that scales perfectly with workers (no serial part)."""
+    """A calibration entry of one pipeline stage: by default it scales perfectly with workers (no
+    consumer cost; its Python part, if any, is GIL-serial)."""
 
     per_sample_s: float = 0.0
     bytes_per_sample: int = 0
     python_per_sample_s: float = 0.0
     calibration_hash: str = "fake"
+    consumer_s: float = 0.0
+    gil_fraction: float = 1.0
 
     @property
-    def per_sample_2_workers_s(self) -> float:
-        return self.python_per_sample_s + (self.per_sample_s - self.python_per_sample_s) / 2
+    def stages(self) -> tuple[PipelineStage, ...]:
+        return (PipelineStage("map[0]", self.per_sample_s, self.python_per_sample_s),)
 
 
 def tensor(shape: tuple[int, ...], dtype: str = "Float32") -> TensorSpec:

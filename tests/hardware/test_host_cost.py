@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from hardware.calibration import host_cost as calibration
-from hardware.calibration.host_cost import EntrySpec, ProbePlan, calibrate_host, default_specs
-from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, calibration_hash, entry_key, host_cost
-from hardware.model.host_time import per_sample_seconds, serial_per_sample_s
+from hardware.calibration.host_cost import (EntrySpec, ProbePlan, calibrate_host, default_specs, gil_replay,
+                                            held_out_points, stage_table)
+from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, PipelineStage, calibration_hash, entry_key, host_cost
+from hardware.model.host_time import data_seconds, per_sample_seconds, pipeline_bound
+from hardware.model.profile import load_profile
 from msbench.errors import UserError
+from msbench.settings import Settings
 from workloads.registry import WORKLOADS, get_workload
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,25 +34,41 @@ def test_the_shipped_file_covers_every_workload_and_matrix_cell():
                 assert entry_key(workload, preset, {}, fmt) in data["entries"]
     for key, e in data["entries"].items():
         assert key == entry_key(e["workload"], e["preset"], e["overrides"], e["data_format"])
-        assert set(e["seconds_per_sample"]) == {"1", "2"} and min(e["seconds_per_sample"].values()) > 0
-        assert 0 <= e["python_seconds_per_sample"] and e["bytes_per_sample"] > 0
-        for workers, (low, high) in e["spread"].items():
-            assert low <= e["seconds_per_sample"][workers] <= high
+        assert e["stages"] and max(s["cpu_seconds_per_sample"] for s in e["stages"]) > 0
+        for s in e["stages"]:
+            assert 0 <= s["python_seconds_per_sample"] <= s["cpu_seconds_per_sample"]
+            assert s["spread"][0] <= s["cpu_seconds_per_sample"] <= s["spread"][1]
+        assert 0 <= e["gil_fraction"] <= 1 and e["consumer_seconds_per_sample"] >= 0 and e["bytes_per_sample"] > 0
+        assert {(h["workers"], h["cores"]) for h in e["held_out"].values()} == {(1, 1), (2, 2)}
+        for h in e["held_out"].values():
+            assert h["spread"][0] <= h["seconds_per_sample"] <= h["spread"][1]
         assert e["host"]["cores"] >= 1 and e["host"]["cpu_model"] and e["measured_at"].endswith("Z")
+        assert len(e["host"]["load_average_before"]) == len(e["host"]["load_average_after"]) == 3
         assert e["command"].startswith(f"msbench calibrate host {e['workload']} --preset {e['preset']}")
 
 
+def entry(**fields):
+    base = {"workload": "resnet50", "preset": "tiny", "overrides": {"image_size": 64}, "data_format": "generator",
+            "stages": [{"name": "source", "cpu_seconds_per_sample": 1e-4, "python_seconds_per_sample": 8e-5},
+                       {"name": "thread 1", "cpu_seconds_per_sample": 3e-4, "python_seconds_per_sample": 0.0}],
+            "consumer_seconds_per_sample": 5e-5, "gil_fraction": 0.5, "bytes_per_sample": 100,
+            "held_out": {"1": {"workers": 1, "cores": 1, "seconds_per_sample": 5e-4, "runqueue_wait_seconds_per_sample": 0},
+                         "2": {"workers": 2, "cores": 2, "seconds_per_sample": 2e-4, "runqueue_wait_seconds_per_sample": 0}}}
+    return {**base, **fields}
+
+
+def write(path, *entries, schema=SCHEMA):
+    path.write_text(json.dumps({"schema": schema, "note": "test", "entries": {
+        entry_key(e["workload"], e["preset"], e["overrides"], e["data_format"]): e for e in entries}}))
+    return path
+
+
 def test_model_reads_the_entry_and_the_file_hash(tmp_path):
-    path = tmp_path / "host_cost.json"
-    entry = {"workload": "resnet50", "preset": "tiny", "overrides": {"image_size": 64}, "data_format": "generator",
-             "seconds_per_sample": {"1": 2e-4, "2": 1.2e-4}, "python_seconds_per_sample": 1e-5,
-             "bytes_per_sample": 100}
-    path.write_text(json.dumps({"schema": SCHEMA, "note": "test", "entries": {
-        entry_key("resnet50", "tiny", {"image_size": 64}, "generator"): entry}}))
+    path = write(tmp_path / "host_cost.json", entry())
     cost = host_cost("resnet50", "tiny", {"image_size": 64}, "generator", path=path)
-    assert (cost.per_sample_s, cost.per_sample_2_workers_s, cost.python_per_sample_s) == (2e-4, 1.2e-4, 1e-5)
-    assert cost.bytes_per_sample == 100 and cost.calibration_hash == calibration_hash(path)
-    assert len(cost.calibration_hash) == 64
+    assert cost.stages == (PipelineStage("source", 1e-4, 8e-5), PipelineStage("thread 1", 3e-4, 0.0))
+    assert (cost.consumer_s, cost.gil_fraction, cost.bytes_per_sample) == (5e-5, 0.5, 100)
+    assert cost.calibration_hash == calibration_hash(path) and len(cost.calibration_hash) == 64
 
 
 def test_a_missing_entry_names_the_calibrate_command():
@@ -57,22 +77,15 @@ def test_a_missing_entry_names_the_calibrate_command():
         host_cost("resnet50", "tiny", {"image_size": 99}, "generator")
 
 
-class Entry:
-    def __init__(self, one: float, two: float, python: float) -> None:
-        self.per_sample_s, self.per_sample_2_workers_s, self.python_per_sample_s = one, two, python
-
-
-@pytest.mark.parametrize("one, two, python", [(1.0, 0.5, 0.0), (1.0, 0.6, 0.1), (1.0, 0.9, 0.05), (1.0, 0.6, 0.5),
-                                              (1.0, 1.1, 0.2)])
-def test_scaling_law_meets_both_measurements_and_never_speeds_up_past_the_serial_part(one, two, python):
-    e = Entry(one, two, python)
-    assert per_sample_seconds(1, e) == one and per_sample_seconds(2, e) == pytest.approx(two)
-    serial = serial_per_sample_s(e)
-    assert serial == pytest.approx(min(two, max(2 * two - one, 0.0)))   # what the two points imply, in [0, t2]
-    times = [per_sample_seconds(w, e) for w in range(2, 65)]
-    assert all(a >= b for a, b in zip(times, times[1:]))    # more workers never cost more
-    assert times[-1] >= serial                              # Amdahl's floor
-    assert per_sample_seconds(8, e) == pytest.approx(serial + (two - serial) / 4)
+def test_an_old_schema_file_is_refused_with_the_command_that_rewrites_it(tmp_path):
+    old = {"workload": "resnet50", "preset": "tiny", "overrides": {}, "data_format": "generator",
+           "seconds_per_sample": {"1": 2e-4, "2": 1.2e-4}, "python_seconds_per_sample": 0.0, "bytes_per_sample": 9}
+    path = write(tmp_path / "host_cost.json", old, entry(), schema=1)
+    with pytest.raises(UserError, match=r"schema=1 is not allowed; allowed: 2 .*msbench calibrate host --all"):
+        host_cost("resnet50", "tiny", {}, "generator", path=path)
+    # a partial re-measure would leave schema-1 entries in a schema-2 file: refused before measuring anything
+    with pytest.raises(UserError, match=r"partial re-measure .*--all"):
+        calibrate_host([EntrySpec("resnet50", "tiny", (), "generator")], path)
 
 
 def test_no_timing_call_in_the_device_model():
@@ -107,6 +120,79 @@ def test_probe_times_only_epochs_after_the_first(train_samples, batch):
     assert plan.train_samples >= min(train_samples, timed * batch)   # cut, but never below what is timed
 
 
+class Host:
+    """Two stages (reader 1.0, map 3.0 of which 2.0 in Python), a consumer of 0.5, a GIL share of 0.25."""
+
+    def __init__(self, gil: float = 0.25, consumer: float = 0.5) -> None:
+        self.stages = (PipelineStage("reader", 1.0, 0.0), PipelineStage("map[0]", 3.0, 2.0))
+        self.consumer_s, self.gil_fraction, self.bytes_per_sample, self.calibration_hash = consumer, gil, 1, "h"
+
+
+@pytest.mark.parametrize("workers, cores, sink, gil, expected, bound", [
+    (1, 24, False, 0.25, 3.0, "stage"),        # one worker: the map thread is the bottleneck
+    (8, 24, False, 0.25, 0.5, "gil"),          # 3/8 = 0.375 < GIL 0.25*2 = 0.5 = consumer 0.5
+    (8, 2, False, 0.25, 2.25, "cores"),        # 8 workers on 2 cores: (1 + 3 + 0.5) / 2
+    (64, 24, True, 0.0, 4.0 / 24, "cores"),    # sink drops the consumer; 3/24 < (1 + 3) / 24
+    (4, 24, False, 0.0, 0.75, "stage"),        # 3/4 beats the consumer 0.5
+    (24, 24, False, 0.0, 0.5, "consumer"),     # without sink the Python iterator is a floor
+])
+def test_the_pipelined_law_is_its_bottleneck_term(workers, cores, sink, gil, expected, bound):
+    terms = pipeline_bound(workers, cores, sink, Host(gil))
+    assert terms.seconds == pytest.approx(expected)
+    assert getattr(terms, f"{bound}_s") == pytest.approx(expected)
+    assert per_sample_seconds(workers, cores, sink, Host(gil)) == terms.seconds
+
+
+def test_more_workers_never_cost_more_and_never_beat_the_serial_terms():
+    host = Host()
+    times = [per_sample_seconds(w, 24, False, host) for w in range(1, 65)]
+    assert all(a >= b for a, b in zip(times, times[1:]))
+    assert min(times) == pytest.approx(max(host.gil_fraction * 2.0, host.consumer_s))
+
+
+def test_data_time_is_per_sample_over_the_profiles_core_speed():
+    profile = load_profile("ascend910a")
+    settings = Settings(mode="graph", workers=8, sink=True)
+    expected = per_sample_seconds(8, profile.host.cores_per_device, True, Host()) * 256 / profile.host.core_speed
+    assert data_seconds(256, settings, profile, Host()) == pytest.approx(expected)
+
+
+def test_stage_table_names_threads_by_their_callable_and_keeps_the_consumer_apart():
+    segments = [{10: 2e-3, 11: 1e-3, 12: 1e-6, 99: 5e-4}, {10: 3e-3, 11: 1e-3, 12: 1e-6, 99: 7e-4},
+                {10: 2.5e-3, 11: 2e-3, 12: 1e-6, 99: 6e-4}]
+    timed = {"threads": segments, "pythons": [{"map[0]": 1e-3}] * 3, "main": 99}
+    stages, consumer = stage_table(timed, {10: "map[0]"})
+    assert [s["name"] for s in stages] == ["map[0]", "thread 1", "1 minor threads"]
+    assert stages[0]["cpu_seconds_per_sample"] == 2.5e-3 and stages[0]["python_seconds_per_sample"] == 1e-3
+    assert stages[0]["spread"] == [2e-3, 3e-3] and stages[1]["cpu_seconds_per_sample"] == 1e-3
+    assert consumer == [5e-4, 7e-4, 6e-4]
+
+
+def python_loop(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def test_gil_replay_tells_bytecode_from_gil_free_work():
+    """Pure bytecode holds the GIL (two threads take twice as long); a sleep releases it."""
+    held = gil_replay([(python_loop, (20_000,))] * 4)
+    free = gil_replay([(time.sleep, (0.005,))] * 4)
+    assert held["gil_fraction"] > 0.6 > 0.3 > free["gil_fraction"]
+    assert gil_replay([])["gil_fraction"] == 0.0
+
+
+def test_held_out_points_compare_the_wall_clock_with_the_law(tmp_path):
+    path = write(tmp_path / "host_cost.json", entry())
+    one, two = held_out_points(path)
+    # 1 worker on 1 core: all the work (1e-4 + 3e-4 + consumer 5e-5) on one core
+    assert (one.workers, one.cores) == (1, 1) and one.law_s == pytest.approx(4.5e-4)
+    assert one.error == pytest.approx(4.5e-4 / 5e-4 - 1)
+    # 2 workers on 2 cores: the map thread 3e-4 / 2 vs all the work / 2 = 2.25e-4
+    assert (two.workers, two.cores) == (2, 2) and two.law_s == pytest.approx(2.25e-4)
+
+
 @pytest.mark.slow
 def test_calibrate_measures_an_entry_the_model_then_reads(tmp_path, private_cache):
     path = tmp_path / "host_cost.json"
@@ -114,24 +200,47 @@ def test_calibrate_measures_an_entry_the_model_then_reads(tmp_path, private_cach
     calibrate_host([spec], path)
     data = json.loads(path.read_text())
     e = data["entries"][spec.key]
-    assert len(e["segments"]["1"]) == len(e["segments"]["2"]) == calibration.REPEATS
-    # BERT's masking is a Python map: its share of the 1-worker time is measured and is not zero.
-    assert 0 < e["python_seconds_per_sample"] <= e["seconds_per_sample"]["1"]
+    # BERT's generator source and masking map run Python: their threads are named and carry Python time
+    names = {s["name"]: s for s in e["stages"]}
+    assert {"source", "map[0]"} <= set(names)
+    assert 0 < names["source"]["python_seconds_per_sample"] <= names["source"]["cpu_seconds_per_sample"]
+    assert e["consumer_seconds_per_sample"] > 0 and 0 <= e["gil_fraction"] <= 1 and e["gil_replay"]["calls"] > 0
+    for h in e["held_out"].values():
+        assert len(h["segments"]) == calibration.REPEATS and h["seconds_per_sample"] > 0
     assert e["batch_size"] == get_workload("bert-base").preset("tiny").batch_size
     assert e["samples_timed_per_worker_count"] >= calibration.MIN_SAMPLES
     assert len(e["host"]["load_average_before"]) == 3
     cost = host_cost("bert-base", "tiny", {}, "generator", path=path)
-    assert cost.per_sample_s == e["seconds_per_sample"]["1"] and cost.bytes_per_sample == e["bytes_per_sample"]
+    assert cost.stages[0].cpu_s == e["stages"][0]["cpu_seconds_per_sample"]
+    assert cost.bytes_per_sample == e["bytes_per_sample"]
 
 
-@pytest.mark.parametrize("field, value", [("bytes_per_sample", -5), ("seconds_per_sample", {"1": float("nan"), "2": 1e-3}),
-                                          ("seconds_per_sample", {"1": 1e-3, "2": 0}), ("python_seconds_per_sample", -1e-4)])
-def test_a_corrupt_calibration_entry_is_refused_not_predicted(tmp_path, field, value):
+@pytest.mark.parametrize("fields, name", [
+    ({"bytes_per_sample": -5}, "bytes_per_sample"),
+    ({"stages": []}, "stages"),
+    ({"stages": [{"name": "x", "cpu_seconds_per_sample": float("nan"), "python_seconds_per_sample": 0}]},
+     r"stages\[0\].cpu_seconds_per_sample"),
+    ({"stages": [{"name": "x", "cpu_seconds_per_sample": 1e-4, "python_seconds_per_sample": 2e-4}]},
+     r"stages\[0\].python_seconds_per_sample"),
+    ({"stages": [{"name": "x", "cpu_seconds_per_sample": 0, "python_seconds_per_sample": 0}]}, "stages"),
+    ({"gil_fraction": 1.5}, "gil_fraction"),
+    ({"consumer_seconds_per_sample": -1e-4}, "consumer_seconds_per_sample"),
+    ({"consumer_seconds_per_sample": None}, "consumer_seconds_per_sample"),
+])
+def test_a_corrupt_calibration_entry_is_refused_not_predicted(tmp_path, fields, name):
     """A hand-edited or damaged file must not move predictions silently: one line naming the entry and field."""
-    data = json.loads(CALIBRATION_FILE.read_text())
-    key = entry_key("resnet50", "tiny", {}, "generator")
-    data["entries"][key][field] = value
-    bad = tmp_path / "host_cost.json"
-    bad.write_text(json.dumps(data, allow_nan=True))
-    with pytest.raises(UserError, match=rf"{re.escape(key)}: {field}.* is not allowed; allowed: a finite number"):
-        host_cost("resnet50", "tiny", {}, "generator", path=bad)
+    bad = write(tmp_path / "host_cost.json", entry(**fields))
+    key = entry_key("resnet50", "tiny", {"image_size": 64}, "generator")
+    with pytest.raises(UserError, match=rf"{re.escape(key)}: {name}.* is not allowed; allowed:"):
+        host_cost("resnet50", "tiny", {"image_size": 64}, "generator", path=bad)
+
+
+@pytest.mark.parametrize("argv, message", [(["calibrate", "host"], "no WORKLOAD given; allowed: .*--all"),
+                                           (["calibrate", "host", "resnet50", "--all"], "--all is not allowed with")])
+def test_calibrate_asks_for_workloads_or_all(argv, message, tmp_path):
+    """Re-measuring the whole file is explicit (`--all`), never what a bare command does by accident."""
+    from msbench.cli import build_parser
+
+    args = build_parser().parse_args([*argv, "--file", str(write(tmp_path / "host_cost.json", entry()))])
+    with pytest.raises(UserError, match=message):
+        calibration.calibrate_command(args)
