@@ -13,7 +13,11 @@ from model_graphs import elementwise, graph, mlp_step
 from msbench.settings import Settings
 from workloads.registry import WORKLOADS, get_workload
 
-STACKED = sorted(w for w in WORKLOADS if get_workload(w).identical_blocks)
+# The four LLMs share one network class: llama2-70b (grouped-query heads) stands for the Llama 2 presets, and
+# gpt3-175b's tiny preset is the same decoder-only stack with LayerNorm/GELU, covered by gpt2-small's class.
+SAME_NETWORK_AS_ANOTHER = {"llama2-7b", "llama2-13b", "gpt3-175b"}
+SCALED = sorted(set(WORKLOADS) - SAME_NETWORK_AS_ANOTHER)
+STACKED = sorted(w for w in SCALED if get_workload(w).identical_blocks)
 
 
 def kernels(g):
@@ -56,7 +60,7 @@ def test_graphs_that_do_not_align_are_not_scaled():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("workload", SCALED)
 def test_scaled_extraction_matches_a_direct_one(workload):
     """Tiny presets: batch 8 scaled from the reference batches against batch 8 compiled directly."""
     from hardware.model.graph import direct_graph, extract_graph
