@@ -27,7 +27,7 @@ bench: $(STAMP)
 # Two invocations: the suite (speed claims skipped under --benchmark-disable), then the speed claims
 # as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --ignore=tests/benchmarks
+	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
 clean:

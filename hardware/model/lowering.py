@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
@@ -574,12 +574,32 @@ def lower_ops(ops: Sequence[Op], rules: Lowering) -> list[Op]:
     return add_atomic_cleans(out, rules.cores)
 
 
+# The pass is a pure function of (ops, rules), and a warm process lowers one graph under many settings (a
+# matrix's cells, the report's robustness pass): the result is kept per op tuple, by identity (the tuple is
+# held with its result, so its id cannot be reused), for the most recent graphs.
+_LOWERED: OrderedDict[tuple[int, Lowering], tuple[tuple[Op, ...], tuple[Op, ...]]] = OrderedDict()
+LOWERED_KEPT = 64
+
+
+def lowered_ops(ops: tuple[Op, ...], rules: Lowering) -> tuple[Op, ...]:
+    key = (id(ops), rules)
+    hit = _LOWERED.get(key)
+    if hit is not None and hit[0] is ops:
+        _LOWERED.move_to_end(key)
+        return hit[1]
+    out = tuple(lower_ops(ops, rules))
+    _LOWERED[key] = (ops, out)
+    if len(_LOWERED) > LOWERED_KEPT:
+        _LOWERED.popitem(last=False)
+    return out
+
+
 def lower(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> OpGraph:
     """The step as the profile's chip runs it; the graph unchanged where the chip is not an NPU."""
     rules = lowering_for(settings, profile)
     if rules is None or "lowering" in graph.meta:       # not an NPU, or lowered already
         return graph
-    ops = tuple(lower_ops(graph.ops, rules))
+    ops = lowered_ops(graph.ops, rules)
     meta = {**graph.meta, "lowering": {"chip": profile.name, "buffer_fusion": rules.buffer_fusion,
                                        "kernels": len(group_ops(ops)), "cpu_ops": len(graph.ops)}}
     return dataclasses.replace(graph, ops=ops, meta=meta)
