@@ -190,7 +190,7 @@ def test_smoke_on_the_device_model_matches_a_local_run_cell_by_cell(cluster, tmp
 def test_smoke_on_mindspore_cpu_measures_alone_on_the_largest_node(cluster, tmp_path):
     protocol = {f"MSBENCH_MEASURE_{k}": v for k, v in {"TIME_BUDGET_S": "1", "MIN_STEPS": "3", "WARMUP_STEPS": "1",
                                                         "MAX_STEPS": "6", "MEMORY_PROFILE_STEPS": "0",
-                                                        "PROCESSES": "2", "MAX_PROCESSES": "2"}.items()}
+                                                        "PROCESSES": "1", "MAX_PROCESSES": "1"}.items()}
     cluster.msbench("run", "matrices/smoke.toml", "--target", "mindspore:cpu", "--out", str(tmp_path),
                     "--run-id", "cpu", env=protocol)                 # the driver forwards them to the tasks
     records = RunStore(tmp_path / "cpu.jsonl").load()
