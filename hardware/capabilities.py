@@ -304,6 +304,7 @@ REFUSALS += tuple(
 # What the LLM composition (hardware/model/llm) costs is the device side of a graph-mode, sunk step: compute,
 # collectives, the pipeline bubble, the optimizer. Host-side knobs it does not model are refused there, not ignored.
 _LLM_GRAPH_SINK = "the device model composes a decoder-only LLM's step as MindSpore trains one on Ascend, in graph mode with dataset sink (no per-kernel host dispatch, no per-step round trip); set mode=graph and sink=true"
+_LLM_NO_FUSION = "the device model composes a decoder-only LLM's step from its blocks as extracted; graph-kernel fusion of its blocks is not modelled"
 _LLM_NO_PIPELINE = "the LLM composition does not model the host data pipeline (a token batch is a few KB per sample); leave it at its default"
 _LLM_OWN_MEMORY = "the LLM composition's memory model (Korthikanti et al.) has no SOMAS reuse or pool cap yet; leave it at its default"
 REFUSALS += (
@@ -312,7 +313,7 @@ REFUSALS += (
 ) + tuple(
     Refusal(knob, MODEL_KINDS, lambda s, f, knob=knob: f.llm_composition and not _llm_default(s, knob),
             lambda s, f, knob=knob, why=why: f"{knob}={_text(getattr(s, knob))}: {why}")
-    for knob, why in (("graph_kernel", _LLM_GRAPH_SINK.split(";")[0] + "; graph-kernel fusion of its blocks is not modelled"),
+    for knob, why in (("graph_kernel", _LLM_NO_FUSION),
                       ("sink_size", _LLM_NO_PIPELINE), ("workers", _LLM_NO_PIPELINE), ("prefetch", _LLM_NO_PIPELINE),
                       ("data_format", _LLM_NO_PIPELINE),
                       ("python_multiprocessing", _LLM_NO_PIPELINE), ("shared_mem", _LLM_NO_PIPELINE),
