@@ -38,7 +38,8 @@ from msbench.targets import Target, resolve_target
 
 RECORD_PREFIX = "MSBENCH_RECORD "
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Out of memory", "out of memory", "Cannot allocate memory")
-TAIL_CHARS = 2000
+REASON_CHARS = 2000
+REASON_HEAD_CHARS = 600
 
 
 class RunInterrupted(Exception):
@@ -74,8 +75,25 @@ def in_shard(cell_id: str, shard: tuple[int, int]) -> bool:
     return int(cell_id, 16) % n == i - 1
 
 
+def clip_reason(reason: str) -> str:
+    """Keep a long reason readable: its first line (what happened: the exit code, the timeout) whole, then
+    the traceback from its start, with the middle cut. A plain tail loses both on a deep stack or a long
+    path (a clone under a long directory name did)."""
+    if len(reason) <= REASON_CHARS:
+        return reason
+    summary, _, detail = reason.partition("\n")
+    start = detail.find("Traceback (most recent call last)")
+    if start > 0:
+        detail = detail[start:]
+    room = max(REASON_CHARS - len(summary), 2 * REASON_HEAD_CHARS)
+    if len(detail) > room:
+        cut = len(detail) - room
+        detail = f"{detail[:REASON_HEAD_CHARS]}\n[... {cut} characters cut ...]\n{detail[-(room - REASON_HEAD_CHARS):]}"
+    return f"{summary}\n{detail}"
+
+
 def failure_record(cell: Cell, status: str, reason: str) -> Record:
-    return Record(cell=cell, status=status, reason=reason[-TAIL_CHARS:], metrics=Metrics())
+    return Record(cell=cell, status=status, reason=clip_reason(reason), metrics=Metrics())
 
 
 def run_inline(cell: Cell, target: Target) -> Record:

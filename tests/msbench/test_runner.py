@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from msbench.runner import in_shard, run_matrix
+from msbench.runner import REASON_CHARS, clip_reason, in_shard, run_matrix
 from msbench.store import RunStore
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
@@ -114,3 +114,16 @@ def test_default_jobs_follow_the_targets(support_path):
     model = default_jobs(["model:ascend910b"], {"accuracy": False})
     assert model == min(2, os.cpu_count() or 1)
     assert default_jobs(["model:ascend910b", "mindspore:cpu"], {"accuracy": False}) == 1
+
+
+def test_a_long_reason_keeps_its_first_line_the_traceback_start_and_the_error():
+    """Warnings before the traceback and a deep stack: the exit code, the traceback's start and the final
+    error all survive the clip, and the reason stays bounded."""
+    frames = "".join(f'  File "/a/very/long/clone/path/module_{i}.py", line {i}, in f{i}\n' for i in range(200))
+    reason = "exit code 1\n" + "[WARNING] noise\n" * 300 + "Traceback (most recent call last):\n" + frames + \
+        "ValueError: hidden must be at least 1, got 0\n"
+    clipped = clip_reason(reason)
+    assert clipped.startswith("exit code 1\nTraceback (most recent call last):")
+    assert clipped.endswith("ValueError: hidden must be at least 1, got 0\n")
+    assert "characters cut" in clipped and len(clipped) <= REASON_CHARS + 64
+    assert clip_reason("exit code 1\nshort") == "exit code 1\nshort"
