@@ -46,6 +46,18 @@ def fingerprint(*parts: Any) -> str:
     return content_key("fingerprint", *parts)
 
 
+def recorded_options(accuracy: bool, accuracy_seeds: int, accuracy_knobs: tuple[str, ...] | None,
+                     profiled: bool) -> dict[str, Any]:
+    """The matrix options that change what a target writes into a record (accuracy runs and how many
+    seeds, the Profiler's per-op summary), for its fingerprint: turning one on, or changing the seeds,
+    re-runs the recorded cells on `--resume` instead of keeping records without them."""
+    options: dict[str, Any] = {"accuracy": accuracy, "profile": profiled}
+    if accuracy:
+        options |= {"accuracy_seeds": accuracy_seeds,
+                    "accuracy_knobs": None if accuracy_knobs is None else sorted(accuracy_knobs)}
+    return options
+
+
 def fingerprinter(targets: Mapping[str, Any]) -> Fingerprinter:
     """cell -> the fingerprint its target gives it (None for a target that has no `fingerprint`)."""
     def of(cell: Any) -> str | None:

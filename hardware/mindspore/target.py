@@ -56,14 +56,17 @@ class MindSporeTarget:
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers besides the host: the real target's sources, the capability
-        table and settings rules, the workload's sources, MindSpore's version, the device."""
+        table and settings rules, the workload's sources, MindSpore's version, the device, the options that
+        change the record (accuracy and its seeds, the Profiler)."""
         from hardware.model.graph import mindspore_version, workload_sources
-        from msbench.freshness import files_digest, fingerprint
+        from msbench.freshness import files_digest, fingerprint, recorded_options
 
         here = Path(__file__).resolve().parent
         sources = [*here.glob("*.py"), here.parent / "capabilities.py", here.parents[1] / "msbench" / "settings.py",
                    *workload_sources(cell.workload)]
-        return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device)
+        return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device,
+                           recorded_options(self.accuracy, self.accuracy_seeds, self.accuracy_knobs,
+                                            self.profile_dir is not None))
 
     def run(self, cell: Cell) -> Record:
         from hardware.mindspore.session import is_mindspore_oom

@@ -181,13 +181,14 @@ class ModelTarget:
         table and settings rules, the workload's sources, the profile, every calibration file, MindSpore's
         version; with accuracy also the real target's sources (the accuracy run)."""
         from hardware.model.graph import mindspore_version, workload_sources
-        from msbench.freshness import files_digest, fingerprint
+        from msbench.freshness import files_digest, fingerprint, recorded_options
 
         sources = [*MODEL_DIR.glob("*.py"), *MODEL_DIR.glob("llm/*.py"), *SPINE, *workload_sources(cell.workload)]
         if self.accuracy:
             sources += MINDSPORE_DIR.glob("*.py")
         calibration = files_digest([CALIBRATION_DIR]) if CALIBRATION_DIR.exists() else None
-        return fingerprint("model", files_digest(sources), self.profile.digest, calibration, mindspore_version())
+        return fingerprint("model", files_digest(sources), self.profile.digest, calibration, mindspore_version(),
+                           recorded_options(self.accuracy, self.accuracy_seeds, self.accuracy_knobs, self.op_profile))
 
     def run(self, cell: Cell) -> Record:
         result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, self.profile.name,

@@ -43,3 +43,18 @@ def test_real_target_fingerprint_names_its_device():
     cell = CELL.with_target("mindspore:cpu")
     assert MindSporeTarget("cpu").fingerprint(cell) == MindSporeTarget("cpu").fingerprint(cell)
     assert MindSporeTarget("cpu").fingerprint(cell) != ModelTarget("cpu").fingerprint(cell)
+
+
+def test_options_that_change_a_record_change_its_fingerprint():
+    """Seeds, the accuracy knobs and the Profiler change what a record holds, so --resume must redo it."""
+    targets = ((lambda **kw: ModelTarget("ascend910b", **kw), CELL),
+               (lambda **kw: MindSporeTarget("cpu", **kw), CELL.with_target("mindspore:cpu")))
+    for build, cell in targets:
+        prints = [build(accuracy=True).fingerprint(cell),
+                  build(accuracy=True, accuracy_seeds=5).fingerprint(cell),
+                  build(accuracy=True, accuracy_knobs=("amp_level",)).fingerprint(cell),
+                  build(profile_dir="/tmp/p").fingerprint(cell), build().fingerprint(cell)]
+        assert len(set(prints)) == len(prints)
+        assert build(accuracy_seeds=5).fingerprint(cell) == build().fingerprint(cell)   # seeds unused without accuracy
+        assert build(accuracy=True, accuracy_knobs=("loss_scale", "amp_level")).fingerprint(cell) == \
+            build(accuracy=True, accuracy_knobs=("amp_level", "loss_scale")).fingerprint(cell)
