@@ -27,7 +27,12 @@ batch 32, 64, 256 and 512, whose largest GEMMs reach 1.2 million tiles per core;
 hardware.model.compute's own functions, per run and class and over all held-out runs together.
 
 No per-op data exists for the A2 generation (910B, 910B4) or the 310P (Atlas 300I Duo). Their tables
-are the 910A's scaled by datasheet ratios and labelled `estimate` with a range (see `ratio_estimates`).
+are the 910A's scaled by datasheet ratios and labelled `estimate` with a range (see `ratio_estimates`),
+except where public GEMM timings of the chip exist (data/public_gemm_tflops.csv, read by gemm_bench:
+torch.mm on a 910B2, n = 1024..10240): the 910B's MatMul table is fitted on those from the smallest
+measured work per core up (`with_measured_matmul`). They show the A2 Cube far closer to its peak on
+large GEMMs (0.83-0.89 from 4096^3) than the 910A's profiled kernels (about 0.4), so the 910A ratio is
+not carried over there.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import tomllib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
 from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
                                     tiles_per_core, vector_tflops, vector_work_elements)
@@ -138,6 +144,11 @@ def fit_table(rows: Iterable[Row], profile: HardwareProfile, grid: Sequence[int]
     for t in grid:
         lower = [u for u in filled if u <= t]
         values.append(filled[max(lower)] if lower else filled[min(filled)])
+    return step_table(grid, values)
+
+
+def step_table(grid: Sequence[int], values: Sequence[float]) -> EfficiencyTable:
+    """The table with `values` at the `grid` thresholds, equal neighbours merged."""
     rows_out: list[tuple[float, float]] = []
     for t, v in sorted(zip(grid, values), reverse=True):
         if rows_out and rows_out[-1][1] == v:
@@ -269,6 +280,29 @@ def ratio_estimates(source: KernelClasses, base: HardwareProfile, chip: Hardware
     return KernelClasses(min_kernel_us=floor, **factors, **scaled), labels
 
 
+def with_measured_matmul(classes: KernelClasses, labels: list[tuple[str, float, float, str]],
+                         chip: HardwareProfile, measured: Sequence[Row]
+                         ) -> tuple[KernelClasses, list[tuple[str, float, float, str]]]:
+    """A chip's MatMul table from its public GEMM measurements (gemm_bench), fitted like the 910A's,
+    from the smallest measured work per core up; below it (no data) the ratio estimate, capped so the
+    table stays non-decreasing. Unchanged where nobody measured the chip."""
+    if not measured:
+        return classes, labels
+    on_chip = dataclasses.replace(chip, kernel_classes=classes)
+    fitted = fit_table(measured, on_chip, TILE_GRID, classes.min_kernel_us)
+    start = min(max(t for t in TILE_GRID if t <= work(r, on_chip)) for r in measured)
+    ratio = classes.matmul
+    table = step_table(TILE_GRID, [fitted.at(t) if t >= start else min(ratio.at(t), fitted.at(start))
+                                   for t in TILE_GRID])
+    sources = ", ".join(sorted({r.network for r in measured}))
+    label = ("kernel_classes.matmul", 0.75, 1.1,
+             f"from {start} tiles per core up: public torch.mm timings on this chip ({sources}, "
+             f"{len(measured)} shapes, data/{GEMM_DATA.name}) fitted as the 910A table; below: the 910A table x "
+             "datasheet ratio. Low end: MindSpore's kernel 25% slower than aclnnMatmul; high end: the best measured shape")
+    labels = [label if key == label[0] else (key, lo, hi, why) for key, lo, hi, why in labels]
+    return dataclasses.replace(classes, matmul=table), labels
+
+
 # --- writing the derived block ------------------------------------------------------------------
 
 def table_text(table: EfficiencyTable) -> str:
@@ -312,15 +346,23 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     fitted = dataclasses.replace(base, kernel_classes=classes)
     texts = {base_path: with_block(base_path.read_text(), block_text(
         classes, "fitted on An et al. per-op times of " + ", ".join(f"{n} bs{b}" for n, b in sorted(FIT)) + " (hardware/calibration/data)", []))}
+    gemm_lines: list[str] = []
     for name in RATIO_PROFILES:
         path = PROFILE_DIR / f"{name}.toml"
         chip = datasheet(path)
         scaled, labels = ratio_estimates(classes, base, chip)
-        texts[path] = with_block(path.read_text(), block_text(
-            scaled, f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)",
-            labels))
+        measured = measured_rows(name)
+        scaled, labels = with_measured_matmul(scaled, labels, chip, measured)
+        note = f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)"
+        if measured:
+            note += "; matmul from public GEMM timings on this chip (derive.with_measured_matmul)"
+        texts[path] = with_block(path.read_text(), block_text(scaled, note, labels))
+        if measured:
+            gemm_lines.append(error_line(f"{name} (fitted)", "matmul", measured,
+                                         dataclasses.replace(chip, kernel_classes=scaled)))
     lines = [f"{len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {DATA.name}",
-             *dtype_lines, *report(rows, fitted)]
+             *dtype_lines, *report(rows, fitted),
+             f"public GEMM timings ({GEMM_DATA.name}) against the chip's derived MatMul table:", *gemm_lines]
     return texts, lines
 
 

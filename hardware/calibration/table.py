@@ -19,7 +19,7 @@ from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
 
 DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
-DTYPE_BYTES = {"fp16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
 BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
@@ -76,7 +76,7 @@ class Row:
 
     @property
     def dtype(self) -> str:
-        return next((t.dtype for t in self.inputs if t.dtype in ("fp16", "fp32")), "fp32")
+        return next((t.dtype for t in self.inputs if t.dtype in ("fp16", "bf16", "fp32")), "fp32")
 
     @property
     def gemm(self) -> tuple[int, int, int, int] | None:
