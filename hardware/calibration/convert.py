@@ -26,17 +26,34 @@ import subprocess
 from pathlib import Path
 
 REPO = "github.com/Huawei-Performance-Model/Ascend-910B"
-RUNS = {  # network name, batch -> run folder under application_test/final_test/
-    ("resnet50", 16): "resnet50_16_224_224",
-    ("resnet50", 32): "resnet50_32_224_224",
-    ("resnet50", 64): "resnet50_64_224_224",
-    ("bert-seq64", 32): "bert_64_32",
-    ("bert-seq128", 32): "bert_128_32",
-    ("bert-seq256", 32): "bert_256_32",
-    ("yolov5", 32): "yolov5_32",
-    ("inceptionv3", 32): "inceptionv3_32",
+# network name, batch -> run folder under application_test/. The BERT folders are named
+# bert_<batch>_32: every one is BERT-base at seq 128 (its attention BatchMatMuls are batch x 12 heads x
+# 128 x 128, its dense layers batch x 128 rows); ViT is ViT-B/32 at 224 (50 tokens, d 768, MLP 3072);
+# DeepFM is named by its batch (its dense layers are batch rows). memorybound_app/ holds the BERT
+# batches final_test/ lacks (its bert_128_32 is byte-identical to final_test's).
+RUNS = {
+    ("resnet50", 16): "final_test/resnet50_16_224_224",
+    ("resnet50", 32): "final_test/resnet50_32_224_224",
+    ("resnet50", 64): "final_test/resnet50_64_224_224",
+    ("bert-base", 32): "memorybound_app/bert_32_32",
+    ("bert-base", 64): "final_test/bert_64_32",
+    ("bert-base", 128): "final_test/bert_128_32",
+    ("bert-base", 256): "final_test/bert_256_32",
+    ("bert-base", 512): "memorybound_app/bert_512_32",
+    ("vit-b32", 64): "final_test/vit64",
+    ("vit-b32", 128): "final_test/vit128",
+    ("vit-b32", 256): "final_test/vit256",
+    ("deepfm", 12000): "final_test/deepfm_12000",
+    ("deepfm", 16000): "final_test/deepfm_16000",
+    ("deepfm", 20000): "final_test/deepfm_20000",
+    ("yolov5", 16): "final_test/yolov5_16",
+    ("yolov5", 32): "final_test/yolov5_32",
+    ("yolov5", 64): "final_test/yolov5_64",
+    ("inceptionv3", 16): "final_test/inceptionv3_16",
+    ("inceptionv3", 32): "final_test/inceptionv3_32",
+    ("inceptionv3", 64): "final_test/inceptionv3_64",
 }
-DTYPE = {"NUMBER_TYPE_FLOAT": "fp32", "NUMBER_TYPE_FLOAT16": "fp16", "NUMBER_TYPE_INT16": "int16",
+DTYPE = {"NUMBER_TYPE_FLOAT": "fp32", "NUMBER_TYPE_FLOAT16": "fp16", "NUMBER_TYPE_INT16": "int16", "NUMBER_TYPE_INT32": "int32",
          "NUMBER_TYPE_UINT": "uint8", "NUMBER_TYPE_UINT8": "uint8", "NUMBER_TYPE_BEGIN": "bool"}
 FIELDS = ("network", "batch", "op_type", "block_dim", "count", "duration_us", "inputs", "outputs")
 OUT = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
@@ -78,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                     "# converted by: python -m hardware.calibration.convert; duration_us = median AI-Core time of",
                     "# `count` identical kernels; tensors are dtype:format:shape (dtypes as labelled, see convert.py)"], []
     for (network, batch), run in RUNS.items():
-        base = f"application_test/final_test/{run}"
-        header.append(f"# {network} batch {batch}: {base}/{run}.csv + {base}/aicore_intermediate_0_detail.csv")
-        rows += run_rows(network, batch, git_show(args.git_dir, args.commit, f"{base}/{run}.csv"),
+        base, name = f"application_test/{run}", run.rsplit("/", 1)[-1]
+        header.append(f"# {network} batch {batch}: {base}/{name}.csv + {base}/aicore_intermediate_0_detail.csv")
+        rows += run_rows(network, batch, git_show(args.git_dir, args.commit, f"{base}/{name}.csv"),
                          git_show(args.git_dir, args.commit, f"{base}/aicore_intermediate_0_detail.csv"))
     with open(OUT, "w", newline="") as fh:
         fh.write("\n".join(header) + "\n")

@@ -18,13 +18,21 @@ training step on an Ascend 910) and the datasheet sections of the profiles. For 
 
 Each table cell is its fitted kernels' total ideal time over their total measured time (less the
 fixed cost), so the bin's summed time is reproduced, capped at 1 (an L2-resident kernel can beat
-the HBM rate) and made non-decreasing in the work. Fitted on ResNet-50
-batch 16 and 32 and BERT-base seq 128 batch 32 (ResNet has no BatchMatMul); the report printed at
-the end is the per-op error on the runs not fitted (ResNet-50 batch 64, BERT seq 64 and 256,
-YOLOv5, InceptionV3), costed with hardware.model.compute's own functions.
+the HBM rate) and made non-decreasing in the work. Fitted on one size of each of four networks:
+ResNet-50 batch 16 and 32, BERT-base (seq 128) batch 128, ViT-B/32 batch 128 and DeepFM batch 16,000
+(the last three hold the GEMMs with the most tiles per core: up to ~390,000, all sides >= 768). The
+report printed at the end is the per-op error on the runs not fitted (ResNet-50 batch 64; BERT-base
+batch 32, 64, 256 and 512, whose largest GEMMs reach 1.2 million tiles per core; ViT-B/32 batch 64 and
+256; DeepFM batch 12,000 and 20,000; YOLOv5 and InceptionV3 at batch 16, 32 and 64), costed with
+hardware.model.compute's own functions, per run and class and over all held-out runs together.
 
 No per-op data exists for the A2 generation (910B, 910B4) or the 310P (Atlas 300I Duo). Their tables
-are the 910A's scaled by datasheet ratios and labelled `estimate` with a range (see `ratio_estimates`).
+are the 910A's scaled by datasheet ratios and labelled `estimate` with a range (see `ratio_estimates`),
+except where public GEMM timings of the chip exist (data/public_gemm_tflops.csv, read by gemm_bench:
+torch.mm on a 910B2, n = 1024..10240): the 910B's MatMul table is fitted on those from the smallest
+measured work per core up (`with_measured_matmul`). They show the A2 Cube far closer to its peak on
+large GEMMs (0.83-0.89 from 4096^3) than the 910A's profiled kernels (about 0.4), so the 910A ratio is
+not carried over there.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import tomllib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
 from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
                                     tiles_per_core, vector_tflops, vector_work_elements)
@@ -44,7 +53,7 @@ from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile
 
 SOURCE_PROFILE = "ascend910a"
 RATIO_PROFILES = ("ascend910b", "ascend910b4", "atlas300i-duo")
-FIT = {("resnet50", 16), ("resnet50", 32), ("bert-seq128", 32)}   # everything else is held out
+FIT = {("resnet50", 16), ("resnet50", 32), ("bert-base", 128), ("vit-b32", 128), ("deepfm", 16000)}   # the rest is held out
 TILE_GRID = (0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)                    # Cube tiles per core
 BYTES_GRID = (0, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)          # bytes per kernel
 FLOOR_BYTES = 4096
@@ -135,6 +144,11 @@ def fit_table(rows: Iterable[Row], profile: HardwareProfile, grid: Sequence[int]
     for t in grid:
         lower = [u for u in filled if u <= t]
         values.append(filled[max(lower)] if lower else filled[min(filled)])
+    return step_table(grid, values)
+
+
+def step_table(grid: Sequence[int], values: Sequence[float]) -> EfficiencyTable:
+    """The table with `values` at the `grid` thresholds, equal neighbours merged."""
     rows_out: list[tuple[float, float]] = []
     for t, v in sorted(zip(grid, values), reverse=True):
         if rows_out and rows_out[-1][1] == v:
@@ -208,13 +222,21 @@ def report(rows: Sequence[Row], profile: HardwareProfile) -> list[str]:
             mine = [r for r in rows if (r.network, r.batch) == run and r.op_type not in OPAQUE]
             for kind in ("all", *CUBE_CLASSES, *VECTOR_CLASSES):
                 sel = mine if kind == "all" else [r for r in mine if r.kernel_class == kind]
-                if not sel:
-                    continue
-                n, med, tw = errors(sel, profile)
-                ms = sum(r.count * r.duration_us for r in sel) / 1000
-                ratio = sum(r.count * predicted_seconds(r, profile) for r in sel) * 1000 / ms
-                lines.append(f"{run[0] + ' bs' + str(run[1]):<18} {kind:<17} {n:>7} {med:>7.1%} {tw:>8.1%} {ms:>11.2f} {ratio:>9.2f}")
+                if sel:
+                    lines.append(error_line(f"{run[0]} bs{run[1]}", kind, sel, profile))
+    held = [r for r in rows if (r.network, r.batch) not in FIT and r.op_type not in OPAQUE]
+    lines.append("all held-out runs together:")
+    for kind, sel in (("all", held), ("cube", [r for r in held if r.gemm is not None]),
+                      ("vector", [r for r in held if r.gemm is None])):
+        lines.append(error_line("held-out", kind, sel, profile))
     return lines
+
+
+def error_line(label: str, kind: str, rows: Sequence[Row], profile: HardwareProfile) -> str:
+    n, med, tw = errors(rows, profile)
+    ms = sum(r.count * r.duration_us for r in rows) / 1000
+    ratio = sum(r.count * predicted_seconds(r, profile) for r in rows) * 1000 / ms
+    return f"{label:<18} {kind:<17} {n:>7} {med:>7.1%} {tw:>8.1%} {ms:>11.2f} {ratio:>9.2f}"
 
 
 # --- profiles of other chips: datasheet ratios to the 910A --------------------------------------
@@ -256,6 +278,29 @@ def ratio_estimates(source: KernelClasses, base: HardwareProfile, chip: Hardware
                    f"910A floor {source.min_kernel_us:g} us x clock ratio {base.cube.ghz:g}/{chip.cube.ghz:g} GHz; "
                    "range up to the unscaled 910A floor"))
     return KernelClasses(min_kernel_us=floor, **factors, **scaled), labels
+
+
+def with_measured_matmul(classes: KernelClasses, labels: list[tuple[str, float, float, str]],
+                         chip: HardwareProfile, measured: Sequence[Row]
+                         ) -> tuple[KernelClasses, list[tuple[str, float, float, str]]]:
+    """A chip's MatMul table from its public GEMM measurements (gemm_bench), fitted like the 910A's,
+    from the smallest measured work per core up; below it (no data) the ratio estimate, capped so the
+    table stays non-decreasing. Unchanged where nobody measured the chip."""
+    if not measured:
+        return classes, labels
+    on_chip = dataclasses.replace(chip, kernel_classes=classes)
+    fitted = fit_table(measured, on_chip, TILE_GRID, classes.min_kernel_us)
+    start = min(max(t for t in TILE_GRID if t <= work(r, on_chip)) for r in measured)
+    ratio = classes.matmul
+    table = step_table(TILE_GRID, [fitted.at(t) if t >= start else min(ratio.at(t), fitted.at(start))
+                                   for t in TILE_GRID])
+    sources = ", ".join(sorted({r.network for r in measured}))
+    label = ("kernel_classes.matmul", 0.75, 1.1,
+             f"from {start} tiles per core up: public torch.mm timings on this chip ({sources}, "
+             f"{len(measured)} shapes, data/{GEMM_DATA.name}) fitted as the 910A table; below: the 910A table x "
+             "datasheet ratio. Low end: MindSpore's kernel 25% slower than aclnnMatmul; high end: the best measured shape")
+    labels = [label if key == label[0] else (key, lo, hi, why) for key, lo, hi, why in labels]
+    return dataclasses.replace(classes, matmul=table), labels
 
 
 # --- writing the derived block ------------------------------------------------------------------
@@ -300,16 +345,24 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     classes = fit_classes([r for r in rows if (r.network, r.batch) in FIT], base)
     fitted = dataclasses.replace(base, kernel_classes=classes)
     texts = {base_path: with_block(base_path.read_text(), block_text(
-        classes, "fitted on An et al. ResNet-50 bs16+bs32 per-op times (hardware/calibration/data)", []))}
+        classes, "fitted on An et al. per-op times of " + ", ".join(f"{n} bs{b}" for n, b in sorted(FIT)) + " (hardware/calibration/data)", []))}
+    gemm_lines: list[str] = []
     for name in RATIO_PROFILES:
         path = PROFILE_DIR / f"{name}.toml"
         chip = datasheet(path)
         scaled, labels = ratio_estimates(classes, base, chip)
-        texts[path] = with_block(path.read_text(), block_text(
-            scaled, f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)",
-            labels))
+        measured = measured_rows(name)
+        scaled, labels = with_measured_matmul(scaled, labels, chip, measured)
+        note = f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)"
+        if measured:
+            note += "; matmul from public GEMM timings on this chip (derive.with_measured_matmul)"
+        texts[path] = with_block(path.read_text(), block_text(scaled, note, labels))
+        if measured:
+            gemm_lines.append(error_line(f"{name} (fitted)", "matmul", measured,
+                                         dataclasses.replace(chip, kernel_classes=scaled)))
     lines = [f"{len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {DATA.name}",
-             *dtype_lines, *report(rows, fitted)]
+             *dtype_lines, *report(rows, fitted),
+             f"public GEMM timings ({GEMM_DATA.name}) against the chip's derived MatMul table:", *gemm_lines]
     return texts, lines
 
 

@@ -31,7 +31,7 @@ def test_table_is_small_and_names_its_sources():
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert any("Huawei-Performance-Model/Ascend-910B commit 6066283e4ee22d0b5f5cb3c58cd1099f2ba8192a" in h for h in header)
     for network, batch in {(r.network, r.batch) for r in table.load_rows()}:
-        assert any(f"{network} batch {batch}: application_test/final_test/" in h for h in header)
+        assert any(f"{network} batch {batch}: application_test/" in h for h in header)
 
 
 @pytest.mark.parametrize("name, kind", [
@@ -52,25 +52,40 @@ def test_gemm_of_profiled_kernels_matches_the_network(rows):
     conv1 = next(r for r in rows if r.network == "resnet50" and r.batch == 16
                  and r.op_type == "FusionOp_Conv2D_BNTrainingReduce" and r.inputs[0].shape[2] == 224)
     assert conv1.gemm == (1, 16 * 112 * 112, 64, 49 * 16)
-    # BERT seq128 batch 32 (4096 tokens) hidden 768: the QKV-sized dense is 4096 x 768 x 768 per 16-row tile
-    dense = [r for r in rows if r.network == "bert-seq128" and r.kernel_class == "matmul"]
+    # BERT-base batch 128 at seq 128 (16,384 tokens) hidden 768: the QKV-sized dense is 16384 x 768 x 768
+    dense = [r for r in rows if (r.network, r.batch) == ("bert-base", 128) and r.kernel_class == "matmul"]
     assert (1, 128 * 128, 768, 768) in {r.gemm for r in dense}
+    # ViT-B/32 at batch 64: 50 tokens per image, the MLP is 3200 x 3072 x 768
+    mlp = [r for r in rows if (r.network, r.batch) == ("vit-b32", 64) and r.kernel_class == "matmul"]
+    assert (1, 64 * 50, 3072, 768) in {r.gemm for r in mlp}
+
+
+def test_bert_runs_are_labelled_by_the_batch_their_shapes_show(rows):
+    """The profile folders are bert_<batch>_32: every run is seq 128, and the attention scores
+    (BatchMatMul, FRACTAL_NZ batch x heads x n1 x m1 x 16 x 16) have the run's batch in front."""
+    bert = {r.batch for r in rows if r.network == "bert-base"}
+    assert bert == {32, 64, 128, 256, 512}
+    for batch in bert:
+        scores = [r for r in rows if (r.network, r.batch) == ("bert-base", batch) and r.op_type == "BatchMatMul"]
+        assert {r.outputs[0].shape[:2] for r in scores} == {(batch, 12)}
+        assert {r.outputs[0].shape[2] * 16 for r in scores} >= {128}     # 128 keys (n1 = 8 blocks of 16)
 
 
 def test_long_reduction_matmuls_have_their_own_class(rows):
     """BERT's weight gradients (K = the 16,384 tokens > M, N) are matmul_long_k; at the same work per core the
-    profile has them much faster than the forward GEMMs, and the derived 910A tables say so too."""
+    profile has them 2.3x faster than the forward GEMMs, and the derived 910A tables keep them faster
+    (less so: the pooled forward table also holds ViT's and DeepFM's faster forward GEMMs)."""
     from hardware.model.compute import cube_efficiency
     from model_graphs import matmul
 
-    wgrad = [r for r in rows if r.network == "bert-seq128" and r.gemm == (1, 3072, 768, 16384)]
-    forward = [r for r in rows if r.network == "bert-seq128" and r.gemm == (1, 16384, 3072, 768)]
+    wgrad = [r for r in rows if (r.network, r.batch) == ("bert-base", 128) and r.gemm == (1, 3072, 768, 16384)]
+    forward = [r for r in rows if (r.network, r.batch) == ("bert-base", 128) and r.gemm == (1, 16384, 3072, 768)]
     assert wgrad and forward and {r.kernel_class for r in wgrad} == {"matmul_long_k"}
     assert {r.kernel_class for r in forward} == {"matmul"}
     assert min(r.duration_us for r in wgrad) < 0.6 * min(r.duration_us for r in forward)   # same FLOPs
     npu = load_profile("ascend910a")
     dw, fwd = matmul(3072, 16384, 768, "Float16", "backward"), matmul(16384, 768, 3072, "Float16")
-    assert cube_efficiency(dw, npu) > 2 * cube_efficiency(fwd, npu)
+    assert cube_efficiency(dw, npu) > 1.5 * cube_efficiency(fwd, npu)
 
 
 def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
@@ -80,6 +95,27 @@ def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
     assert table.over_peak(swapped, base) < table.over_peak(resnet, base)
     image_cast = next(r for r in rows if r.network == "resnet50" and r.op_type == "Cast" and r.inputs[0].shape == (16, 3, 224, 224))
     assert (image_cast.inputs[0].dtype, image_cast.outputs[0].dtype) == ("fp32", "fp16")     # the AMP input cast
+
+
+def test_a_near_tie_in_the_dtype_check_keeps_the_labels():
+    """BERT's five runs: swapping fp16/fp32 would take the kernels beating the HBM peak from 51 to 49,
+    not evidence for either reading, so the labels stand (only the impossible fp32 kernels are halved)."""
+    base = derive.datasheet(PROFILE_DIR / "ascend910a.toml")
+    bert = [r for r in table.load_rows() if r.network == "bert-base"]
+    as_is, swapped = table.over_peak(bert, base), table.over_peak([table.swap_floats(r) for r in bert], base)
+    assert swapped < as_is < 2 * swapped
+    kept, _ = table.read_dtypes(bert, base)
+    assert kept == [table.halve_impossible_fp32(r, base) for r in bert]
+
+
+def test_held_out_vit_gemms_past_the_fitted_size_are_predicted(rows):
+    """ViT-B/32 batch 256 is held out; its MatMuls (230,400 tiles per core, twice the fitted batch 128's)
+    sum to within 25% of the profiled time on the derived tables."""
+    a = load_profile("ascend910a")
+    sel = [r for r in rows if (r.network, r.batch) == ("vit-b32", 256) and r.kernel_class == "matmul"]
+    assert max(derive.work(r, a) for r in sel) > 2e5
+    measured = sum(r.count * r.duration_us for r in sel) * 1e-6
+    assert sum(r.count * derive.predicted_seconds(r, a) for r in sel) == pytest.approx(measured, rel=0.25)
 
 
 def test_unaligned_kernels_get_the_measured_slowdown(rows):
@@ -114,12 +150,34 @@ def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
 
 
 def test_other_chips_are_the_910a_tables_scaled_by_datasheet_ratios():
-    a, b = load_profile("ascend910a"), load_profile("ascend910b")
-    feed = min(1.0, derive.bytes_per_core_cycle(b) / derive.bytes_per_core_cycle(a))
-    for (ta, ea), (tb, eb) in zip(a.kernel_classes.matmul.rows, b.kernel_classes.matmul.rows):
-        assert ta == tb and eb == pytest.approx(min(1.0, ea * feed), rel=1e-2)
+    a, b, b4 = load_profile("ascend910a"), load_profile("ascend910b"), load_profile("ascend910b4")
+    for chip, kind in ((b, "matmul_long_k"), (b, "batch_matmul"), (b4, "matmul")):   # no GEMM timings for these
+        feed = min(1.0, derive.bytes_per_core_cycle(chip) / derive.bytes_per_core_cycle(a))
+        for (ta, ea), (tb, eb) in zip(a.kernel_classes.table(kind).rows, chip.kernel_classes.table(kind).rows):
+            assert ta == tb and eb == pytest.approx(min(1.0, ea * feed), rel=1e-2)
     assert b.kernel_classes.elementwise == a.kernel_classes.elementwise
     assert b.kernel_classes.min_kernel_us == pytest.approx(a.kernel_classes.min_kernel_us * a.cube.ghz / b.cube.ghz, rel=1e-2)
+
+
+def test_910b_matmul_is_fitted_on_its_public_gemm_timings():
+    """The 910B2 torch.mm timings (gemm_bench) set the 910B MatMul table from their smallest work per
+    core up: a 4096^3 GEMM is predicted within 10% of its measured time, over twice the 910A-ratio
+    table there; below the smallest measured size the ratio estimate stays."""
+    from hardware.calibration.gemm_bench import measured_rows
+
+    a, b = load_profile("ascend910a"), load_profile("ascend910b")
+    rows = measured_rows("ascend910b")
+    assert {r.dtype for r in rows} == {"fp16", "bf16"} and measured_rows("ascend910b4") == []
+    big = [r for r in rows if r.gemm == (1, 4096, 4096, 4096)]
+    assert len(big) == 2
+    for r in big:
+        assert derive.predicted_seconds(r, b) == pytest.approx(r.duration_us * 1e-6, rel=0.10)
+        work = derive.work(r, b)
+        feed = min(1.0, derive.bytes_per_core_cycle(b) / derive.bytes_per_core_cycle(a))
+        assert b.kernel_classes.matmul.at(work) > 2 * a.kernel_classes.matmul.at(work) * feed
+    smallest = min(derive.work(r, b) for r in rows)
+    assert b.kernel_classes.matmul.at(smallest / 8) <= a.kernel_classes.matmul.at(smallest / 8)
+    assert any(e.key == "kernel_classes.matmul" and "torch.mm" in e.reason for e in b.estimates)
 
 
 def test_calibration_and_profiles_never_read_the_validation_set():
