@@ -45,8 +45,10 @@ def predict_command(args: argparse.Namespace) -> int:
         raise UserError(f"unsupported on model:{args.hardware}: {reason}")
     prediction, text = cell_prediction(cell)
     if args.trace:
-        from hardware.model.trace import trace_title, write_trace
+        from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
+        if prediction.parts is None:
+            raise UserError(f"--trace={args.trace} is not allowed for {cell.workload}: {UNTRACEABLE}")
         write_trace(args.trace, prediction, trace_title(cell))
     if args.json:
         print(text)

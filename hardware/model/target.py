@@ -210,9 +210,12 @@ class ModelTarget:
             parts = result.prediction.parts
             metrics.op_profile = canonical(predicted_op_profile(parts.kernels, parts.slots))
         if self.trace_dir:
-            from hardware.model.trace import trace_title, write_trace
+            from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
-            write_trace(Path(self.trace_dir) / f"{cell.id}.trace.json", result.prediction, trace_title(cell))
+            if result.prediction.parts is None:
+                metrics.extra["trace"] = UNTRACEABLE        # the record says why its trace file is missing
+            else:
+                write_trace(Path(self.trace_dir) / f"{cell.id}.trace.json", result.prediction, trace_title(cell))
         status, reason = "ok", None
         if result.prediction.oom:
             status = "oom"

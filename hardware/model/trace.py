@@ -50,11 +50,15 @@ def kernel_name(kernel: Kernel) -> str:
     return types[0] if len(types) == 1 else f"Fused[{'+'.join(types)}]"
 
 
+UNTRACEABLE = ("no trace: this prediction is composed from per-block costs (an LLM cell, hardware/model/llm), "
+               "which keep no kernel schedule to draw")
+
+
 def trace_events(prediction: Prediction, title: str) -> dict[str, Any]:
     """The trace of one predicted step (`title` names the device process, e.g. the cell and profile)."""
     parts = prediction.parts
     if parts is None:
-        raise ValueError("this Prediction has no parts (build it with hardware.model.predict.predict)")
+        raise ValueError(UNTRACEABLE)
     ht, comm = parts.host, parts.comm
     events = [label(DEVICE_PID, None, title), label(DEVICE_PID, COMPUTE_TID, "compute stream"),
               label(DEVICE_PID, COMM_TID, "communication stream"), label(HOST_PID, None, "host"),

@@ -37,3 +37,16 @@ def test_pipeline_and_optimizer_shard_change_the_step():
     sharded = predict(tensor_parallel=2, optimizer_shard=True)
     assert pipelined.prediction.breakdown["pp_bubble"] > 0 and pipelined.prediction.detail["bubble_fraction"] == pytest.approx(1 / 3, rel=1e-5)
     assert sharded.prediction.memory["optimizer_states"] * 2 == pytest.approx(plain.prediction.memory["optimizer_states"], abs=2)
+
+
+@pytest.mark.slow
+def test_a_trace_of_a_composed_llm_step_is_refused_with_the_reason(tmp_path, capsys):
+    """A composed step keeps per-block costs, not a kernel schedule: one line and exit 2, never a traceback."""
+    from msbench.cli import main
+
+    out = tmp_path / "llama.json"
+    code = main(["predict", "llama2-7b", "--preset", "tiny", "--hardware", "ascend910b", *sum(
+        (["--set", f"{k}={v}"] for k, v in {**BASE, "sink": "true"}.items()), []), "--trace", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--trace" in err and "composed from per-block costs" in err and "Traceback" not in err
+    assert not out.exists()
