@@ -76,10 +76,13 @@ def by_op_type(records: Sequence[Record]) -> tuple[pd.DataFrame, list[str]]:
     rows, notes = [], []
     for record in profiled(records):
         predicted = prediction_of(record, records)
+        model = PAIRED_PROFILE.get(record.cell.target)
         if predicted is None:
-            notes.append(f"{record.cell.workload} on {record.cell.target} ({record.cell_id}): no profiled "
-                         f"{PAIRED_PROFILE.get(record.cell.target, 'device-model')} record of the same cell to compare "
-                         "with (run the cell on model:cpu in a matrix with profile = true)")
+            notes.append(f"{record.cell.workload} on {record.cell.target} ({record.cell_id}): " + (
+                f"no profiled {model} record of the same cell to compare with (run the cell on {model} in a "
+                "matrix with profile = true)" if model else
+                "no device-model profile is paired with this target (its name does not say the chip), so "
+                "only the measurement is shown"))
         cell_rows = type_rows(record, predicted)
         shown = cell_rows[:TOP_TYPES]
         rest = cell_rows[TOP_TYPES:]

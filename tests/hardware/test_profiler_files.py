@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from hardware.mindspore.profiler_files import ASCEND_SOURCE, CPU_SOURCE, op_summary
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "msbench"))
+
+from report_fixtures import record  # noqa: E402
+
+from hardware.mindspore.profiler_files import ASCEND_SOURCE, CPU_SOURCE, op_summary  # noqa: E402
+from msbench.report import perop  # noqa: E402
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "profiler"
 
@@ -65,3 +71,14 @@ def test_a_folder_with_neither_layout_says_what_is_read_and_that_gpu_is_not(tmp_
     assert "by_type" not in summary
     assert "op_statistic.csv" in summary["reason"] and "cpu_op_type_info" in summary["reason"]
     assert "GPU" in summary["reason"]
+
+
+def test_the_reports_per_op_section_reads_an_ascend_summary_as_it_reads_a_cpu_one():
+    measured = record(target="mindspore:ascend", thr=100.0)
+    measured.metrics.op_profile = op_summary(run_dir("ascend"), steps=2)
+    kernels = perop.top_kernels([measured])
+    assert kernels["kernel"].tolist()[0] == "Default/Conv2D-op1" and kernels["ms_per_step"].iloc[0] == pytest.approx(0.8)
+    table, notes = perop.by_op_type([measured])
+    assert table["op_type"].tolist() == ["Conv2D", "MatMulV2", "Cast", "ReLU"]
+    assert table["measured_ms"].tolist() == pytest.approx([1.5, 0.5, 0.25, 0.25]) and table["predicted_ms"].isna().all()
+    assert "no device-model profile is paired with this target" in notes[0]
