@@ -51,7 +51,7 @@ def type_rows(record: Record, predicted: Record | None) -> list[dict[str, Any]]:
     measured = record.metrics.op_profile["by_type"]
     model = predicted.metrics.op_profile["by_type"] if predicted else {}
     rows = []
-    for op_type in sorted(set(measured) | set(model), key=lambda t: -measured.get(t, {}).get("s", 0.0)):
+    for op_type in sorted(set(measured) | set(model), key=lambda t: (-measured.get(t, {}).get("s", 0.0), t)):
         m, p = measured.get(op_type, {}).get("s"), model.get(op_type, {}).get("s")
         slot = model.get(op_type, {}).get("slot_s")
         rows.append({"workload": record.cell.workload, "preset": record.cell.preset, "scenario": record.cell.scenario,
