@@ -2,26 +2,20 @@
 
 The profiled steps run after the measured ones, in a separate pass, so the Profiler's overhead never
 enters the timed step metrics. The output folder stays beside the run's records (`<run>.profiles/<cell
-id>/`); the summary (hardware/model/op_times.py's shape) goes into the record. MindSpore 2.10 writes, on
-the CPU, `FRAMEWORK/cpu_op_type_info_<rank>.csv` (per op type: occurrences and total time in ms over the
-profiled steps) and `FRAMEWORK/cpu_op_detail_info_<rank>.csv` (per op instance) in a folder
-`<host>_<pid>_<time>_ascend_ms` (the name says "ascend" on the CPU too); reference mindspore-2.10-cpu.md §4.
-On Ascend and GPU the Profiler writes other files, which this parser does not read yet: such a summary
-carries the reason instead of numbers.
+id>/`); the summary (hardware/model/op_times.py's shape, parsed from the backend's files by
+hardware/mindspore/profiler_files.py) goes into the record.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from hardware.mindspore.memory import pool_peak_from_record
-from hardware.model.op_times import op_profile
+from hardware.mindspore.profiler_files import op_summary
 
 PROFILE_STEPS = 3          # steps under the Profiler; its per-op times are averaged over them
-SOURCE = "mindspore.profiler (cpu_op_type_info, cpu_op_detail_info)"
 
 
 @dataclass(frozen=True)
@@ -56,24 +50,3 @@ def profile_pass(run_step: Callable[[], object], out_dir: Path, device: str,
     if run_dir is None:
         return ProfiledPass(None, None, {"reason": f"the Profiler wrote no folder under {out_dir}"})
     return ProfiledPass(run_dir, pool_peak_from_record(run_dir), op_summary(run_dir, steps))
-
-
-def op_summary(run_dir: Path, steps: int) -> dict[str, Any]:
-    """The per-op summary of one Profiler folder whose numbers cover `steps` steps."""
-    types = sorted(run_dir.glob("FRAMEWORK/cpu_op_type_info_*.csv"))
-    details = sorted(run_dir.glob("FRAMEWORK/cpu_op_detail_info_*.csv"))
-    if not types:
-        return {"reason": f"no FRAMEWORK/cpu_op_type_info_*.csv in {run_dir} (only the CPU's files are parsed)",
-                "dir": str(run_dir)}
-    by_type: dict[str, tuple[float, float]] = {}
-    for row in read_csv(types[0]):
-        by_type[row["op_type"]] = (float(row["total_compute_time"]) / 1e3 / steps,
-                                   float(row["type_occurrences"]) / steps)
-    instances = [(row["full_op_name"], row["op_type"], float(row["op_total_time(ms)"]) / 1e3 / steps)
-                 for row in (read_csv(details[0]) if details else [])]
-    return {**op_profile(by_type, instances, steps, SOURCE), "dir": str(run_dir)}
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))

@@ -4,7 +4,8 @@ A profile labels constants without a direct measurement (`[estimates]`, see prof
 prediction lists those it actually read, so a report can re-predict at each end of their ranges
 and tell a robust verdict from one that hangs on a guess. "Read" is decided from the mechanisms:
 only the dispatch constant the settings select, only the kernel classes the step has, the
-collective constants only with more than one device.
+collective constants only with more than one device, the tips' constants (`tips.*`) only with
+the knobs that use them.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Iterable
 
 from hardware.model.comm import level_groups
 from hardware.model.compute import Kernel
-from hardware.model.host_time import dispatch_key
+from hardware.model.host_time import dispatch_key, pipeline_workers
 from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
+from hardware.model.pipeline_modes import tip_estimates_unread
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
@@ -40,7 +42,7 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
         unused.add("host.link_gbps")           # no copy, or the device queue prefetches it under sink
     if data_s <= 0:
         unused |= {"host.core_speed", "host.cores_per_device"}
-    return unused
+    return unused | tip_estimates_unread(settings, profile, pipeline_workers(settings, profile))
 
 
 def estimates_used(kernels: Iterable[Kernel], settings: Settings, profile: HardwareProfile,

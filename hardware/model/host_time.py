@@ -154,8 +154,8 @@ def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, hos
     modes = modes_of(host)
     per_sample = per_sample_seconds(settings.workers, profile.host.cores_per_device, settings.sink, host)
     host_s = (per_sample * samples / profile.host.core_speed
-              * data_time_ratio(settings, modes, pipeline_workers(settings, profile), profile.name))
-    return max(host_s, device_vision_seconds(settings, modes, samples, profile.name))
+              * data_time_ratio(settings, modes, pipeline_workers(settings, profile), profile))
+    return max(host_s, device_vision_seconds(settings, modes, samples, profile))
 
 
 def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile, host: HostCostLike,
@@ -167,5 +167,4 @@ def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwarePr
     overlapped = settings.prefetch > 0 and not profile.host.shares_device
     return HostTime(kernel_path_s=path, device_s=device, roundtrip_s=roundtrip, transfer_s=transfer,
                     data_s=data_seconds(samples_per_step, settings, profile, host), data_overlapped=overlapped,
-                    recompile_s=recompile_seconds(settings, modes_of(host), graph_ops, epoch_steps,
-                                                  profile.profile.kind == "npu"))
+                    recompile_s=recompile_seconds(settings, modes_of(host), graph_ops, epoch_steps, profile))

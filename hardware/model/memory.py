@@ -21,7 +21,8 @@ The runtime adds workspace, the data-sink queue, and allocator fragmentation on 
 `memory_optimize_level`: O0 (MindSpore's default) allocates from the dynamic pool as tensors are
 created and frees them at their last use (the liveness above), paying the profile's fragmentation;
 O1 turns on SOMAS, which plans every tensor's offset ahead of run time from the graph's lifetimes, so
-the pool's fragmentation becomes the plan's packing loss (SOMAS_PACKING_LOSS, an estimate).
+the pool's fragmentation becomes the plan's packing loss (`tips.somas_packing_loss`, an estimate:
+hardware/model/tip_estimates.py).
 `max_device_memory` caps the pool: the OOM threshold is min(cap, usable memory), as `set_memory`'s
 max_size is ("the actual memory used is the minimum of the device's available memory and max_size").
 """
@@ -44,12 +45,6 @@ OPTIMIZER_STATES = {"momentum": 1, "lars": 1, "adam": 2, "adamw": 2, "lamb": 2}
 SINK_QUEUE_BATCHES = 100
 SINK_QUEUE_MAX_BYTES = 2 * 10**9
 
-# SOMAS' packing loss as a share of the dynamic pool's fragmentation: estimate, range 0..1 (no
-# component-level measurement of SOMAS' plan against the pool was found; a static plan of known
-# lifetimes cannot fragment more than the run-time pool, and packs without gaps at best).
-SOMAS_PACKING_LOSS = {"central": 0.25, "low": 0.0, "high": 1.0}
-
-
 def capacity_bytes(settings: Settings, profile: HardwareProfile) -> int:
     """The OOM threshold: the chip's usable memory, or the `max_device_memory` cap below it."""
     usable = profile.memory.usable_gib
@@ -60,7 +55,7 @@ def capacity_bytes(settings: Settings, profile: HardwareProfile) -> int:
 def fragmentation_share(settings: Settings, profile: HardwareProfile) -> float:
     """Allocator overhead on the dynamic memory: the pool's (O0) or SOMAS' packing loss (O1)."""
     share = profile.memory.fragmentation
-    return share * SOMAS_PACKING_LOSS["central"] if settings.memory_optimize_level == "O1" else share
+    return share * profile.tips.somas_packing_loss if settings.memory_optimize_level == "O1" else share
 
 
 @dataclass(frozen=True)

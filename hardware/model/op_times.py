@@ -9,7 +9,8 @@ The dict (a record's `metrics.op_profile`):
   by_type        (keys sorted by name once stored) {op type: {"s": seconds per step, "share": of total_s, "calls": launches per step}}; a
                  prediction adds "slot_s": the kernels' time on the step's path with their dispatch
   top_kernels    the `TOP_KERNELS` longest op instances: {"name", "type", "s", "share"}
-A measured profile also has `dir` (the Profiler's output folder, beside the run's records).
+A measured profile also has `dir` (the Profiler's output folder, beside the run's records), and one from
+Ascend `by_core` ({core type: seconds per step}, op_statistic's Core Type: AI_CORE, AI_VECTOR_CORE, AI_CPU).
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ All host figures are ratios measured on the reference host by `msbench calibrate
 host_time (`data_time_ratio`), so the host-cost law of host_time.py stays the only absolute figure:
 
 - `python_multiprocessing` (and `shared_mem`): the pipeline's per-sample time with process workers over
-  thread workers, measured at 1 and 2 workers (beyond 2 the 2-worker ratio is carried: estimate).
+  thread workers, measured at 1 and 2 workers (beyond 2 the 2-worker ratio is carried, or part of the
+  way from the 1-worker one: `tips.process_ratio_carry`, an estimate).
 - `augment_device=ascend`: the measured share of the 1-worker time spent in the deterministic vision
   ops (timed eagerly, op by op, on the same samples) leaves the host; the device's vision units
-  (DVPP: JPEGD for Decode, VPC for the others) take those pixels at the rates below, as a pipelined
+  (DVPP: JPEGD for Decode, VPC for the others) take those pixels at the profile's `tips` rates, as a pipelined
   stage beside the host's: the data time is max(host remainder, DVPP).
 - `drop_remainder=false`: the ragged last batch is a new input shape, so graph mode compiles the step
   once more per epoch. Compile seconds per graph op were measured on the CPU backend for each
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hardware.model.calibration_file import load_calibration
+from hardware.model.profile import HardwareProfile
 from msbench.errors import UserError
 from msbench.settings import Settings
 
@@ -31,20 +33,10 @@ CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "calibration" / "pipeli
 SCHEMA = 1
 PIXELS_1080P = 1920 * 1080
 
-# DVPP rates in 1080p frames per second per chip, CANN 8.5 "JPEGD Performance Specifications" and
-# "VPC Performance Specifications" (hiascend.com, aclcppdevg_03_0685 / aclpythondevg_01_0430): JPEGD
-# totals of 512 to 2048 1080p FPS and VPC totals of 1080 to 4320 FPS across the products listed. Which
-# table is which product is not stated per chip in what was read, so each rate is an `estimate`:
-# the geometric middle of the published range, with the range. CANN states that Atlas training
-# products (Ascend 910, the `ascend910a` profile) do not support JPEGD: Decode cannot move there.
-JPEGD_FPS = {"central": 1024.0, "low": 512.0, "high": 2048.0}
-VPC_FPS = {"central": 2160.0, "low": 1080.0, "high": 4320.0}
+# The DVPP rates, the Ascend compile scale and the carry of the 2-worker ratio are estimates with ranges,
+# carried by the profile (`profile.tips`, hardware/model/tip_estimates.py). CANN states that Atlas
+# training products (Ascend 910, the `ascend910a` profile) do not support JPEGD: Decode cannot move there.
 NO_JPEGD = {"ascend910a": "CANN: Atlas training products (Ascend 910) do not support the JPEGD decoder"}
-
-# Ascend graph compile (GE + kernel build) against the CPU backend's compile per op: estimate, no
-# component-level comparison was found; MindSpore's docs advise the compile cache on Ascend because
-# first-step compiles take minutes for large networks.
-ASCEND_COMPILE_SCALE = {"central": 2.0, "low": 1.0, "high": 8.0}
 
 
 @dataclass(frozen=True)
@@ -76,13 +68,17 @@ def pipeline_modes(workload: str, preset: str, data_format: str, path: Path = CA
         compile_s_per_op=compile_entry["compile_s_per_op"], calibration_hash=digest)
 
 
-def mode_ratio(settings: Settings, modes: PipelineModes | None, workers: int) -> float:
-    """Process over thread workers at `workers` (the 2-worker ratio beyond 2), with or without shared memory."""
+def mode_ratio(settings: Settings, modes: PipelineModes | None, workers: int, profile: HardwareProfile) -> float:
+    """Process over thread workers at `workers`, with or without shared memory: measured at 1 and 2;
+    beyond 2, the profile's carry of the way from the 1-worker to the 2-worker ratio."""
     if not settings.python_multiprocessing:
         return 1.0
     table = _need(modes, "python_multiprocessing").process_ratio if settings.shared_mem \
         else _need(modes, "shared_mem").process_no_shm_ratio
-    return table[min(max(workers, 1), 2)]
+    if workers <= 2:
+        return table[max(workers, 1)]
+    carry = profile.tips.process_ratio_carry
+    return table[2] * carry + table[1] * (1.0 - carry)         # exactly the 2-worker ratio at carry 1
 
 
 def moved_ops(modes: PipelineModes, profile_name: str) -> tuple[str, ...]:
@@ -90,58 +86,55 @@ def moved_ops(modes: PipelineModes, profile_name: str) -> tuple[str, ...]:
     return tuple(op for op in sorted(modes.vision_shares) if not (op == "Decode" and profile_name in NO_JPEGD))
 
 
-def dvpp_seconds_per_sample(modes: PipelineModes, profile_name: str, rate: str = "central") -> float:
+def dvpp_seconds_per_sample(modes: PipelineModes, profile: HardwareProfile) -> float:
     """Device vision-unit seconds for one sample's moved ops (JPEGD for Decode, VPC for the rest)."""
-    ops = moved_ops(modes, profile_name)
-    seconds = modes.stored_pixels / (JPEGD_FPS[rate] * PIXELS_1080P) if "Decode" in ops else 0.0
+    ops = moved_ops(modes, profile.name)
+    seconds = modes.stored_pixels / (profile.tips.jpegd_fps * PIXELS_1080P) if "Decode" in ops else 0.0
     if any(op != "Decode" for op in ops):
-        seconds += modes.output_pixels / (VPC_FPS[rate] * PIXELS_1080P)
+        seconds += modes.output_pixels / (profile.tips.vpc_fps * PIXELS_1080P)
     return seconds
 
 
-def data_time_ratio(settings: Settings, modes: PipelineModes | None, workers: int, profile_name: str) -> float:
+def data_time_ratio(settings: Settings, modes: PipelineModes | None, workers: int, profile: HardwareProfile) -> float:
     """The one factor host_time applies to the pipeline's host seconds for these knobs."""
-    ratio = mode_ratio(settings, modes, workers)
+    ratio = mode_ratio(settings, modes, workers, profile)
     if settings.augment_device == "ascend":
         moved = _need(modes, "augment_device")
-        ratio *= max(1.0 - sum(moved.vision_shares[op] for op in moved_ops(moved, profile_name)), 0.0)
+        ratio *= max(1.0 - sum(moved.vision_shares[op] for op in moved_ops(moved, profile.name)), 0.0)
     return ratio
 
 
-def device_vision_seconds(settings: Settings, modes: PipelineModes | None, samples: int, profile_name: str) -> float:
+def device_vision_seconds(settings: Settings, modes: PipelineModes | None, samples: int,
+                          profile: HardwareProfile) -> float:
     """Seconds the device's vision units spend on one step's samples (0 unless augment_device=ascend)."""
     if settings.augment_device != "ascend":
         return 0.0
-    return dvpp_seconds_per_sample(_need(modes, "augment_device"), profile_name) * samples
+    return dvpp_seconds_per_sample(_need(modes, "augment_device"), profile) * samples
 
 
 def recompile_seconds(settings: Settings, modes: PipelineModes | None, ops: int, epoch_steps: int,
-                      on_npu: bool) -> float:
+                      profile: HardwareProfile) -> float:
     """Per step: the ragged last batch's one extra compile per epoch, amortised over the epoch's steps."""
     if settings.drop_remainder:
         return 0.0
-    scale = ASCEND_COMPILE_SCALE["central"] if on_npu else 1.0
+    scale = profile.tips.ascend_compile_scale if profile.profile.kind == "npu" else 1.0
     return _need(modes, "drop_remainder").compile_s_per_op * ops * scale / max(epoch_steps + 1, 1)
 
 
-def estimates_read(settings: Settings, profile_name: str, on_npu: bool) -> list[dict[str, Any]]:
-    """The `estimate` constants of these tips that a prediction read: key, range and reason."""
-    from hardware.model.memory import SOMAS_PACKING_LOSS
-
-    out = []
+def tip_estimates_unread(settings: Settings, profile: HardwareProfile, workers: int) -> set[str]:
+    """The `tips.*` estimate keys a prediction with these settings never reads (hardware/model/estimates.py)."""
+    read = set()
+    if settings.python_multiprocessing and workers > 2:
+        read.add("tips.process_ratio_carry")
     if settings.augment_device == "ascend":
-        out += [{"key": "pipeline_modes.JPEGD_FPS", "range": [JPEGD_FPS["low"], JPEGD_FPS["high"]],
-                 "reason": "CANN JPEGD totals per product; not stated per chip"},
-                {"key": "pipeline_modes.VPC_FPS", "range": [VPC_FPS["low"], VPC_FPS["high"]],
-                 "reason": "CANN VPC totals per product; not stated per chip"}]
-    if not settings.drop_remainder and on_npu:
-        out.append({"key": "pipeline_modes.ASCEND_COMPILE_SCALE",
-                    "range": [ASCEND_COMPILE_SCALE["low"], ASCEND_COMPILE_SCALE["high"]],
-                    "reason": "Ascend compile per op against the CPU backend's: no component measurement"})
+        read.add("tips.vpc_fps")
+        if profile.name not in NO_JPEGD:
+            read.add("tips.jpegd_fps")
+    if not settings.drop_remainder and profile.profile.kind == "npu":
+        read.add("tips.ascend_compile_scale")
     if settings.memory_optimize_level == "O1":
-        out.append({"key": "memory.SOMAS_PACKING_LOSS", "range": [SOMAS_PACKING_LOSS["low"], SOMAS_PACKING_LOSS["high"]],
-                    "reason": "SOMAS' packing loss against the pool's fragmentation: not measured"})
-    return out
+        read.add("tips.somas_packing_loss")
+    return {e.key for e in profile.estimates if e.key.startswith("tips.")} - read
 
 
 @dataclass(frozen=True)

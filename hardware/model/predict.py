@@ -28,7 +28,6 @@ from hardware.model.host_time import (HostCostLike, HostTime, KernelSlot, host_t
 from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
-from hardware.model.pipeline_modes import estimates_read
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
@@ -145,9 +144,7 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
                 "profile": profile.name, "profile_hash": profile.digest,
                 "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)],
-                "host_cost_hash": host.calibration_hash,
-                **({"tip_estimates": tips} if (tips := estimates_read(settings, profile.name,
-                                                                      profile.profile.kind == "npu")) else {})},
+                "host_cost_hash": host.calibration_hash},
         parts=StepParts(kernels=tuple(ks), slots=tuple(kernel_slots(ks, settings, profile)), host=ht, comm=comm,
                         data_exposed_s=data_exposed,
                         pipeline_workers=pipeline_workers(settings, profile)),

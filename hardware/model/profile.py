@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from hardware.model.tip_estimates import TIP_RANGES, TipEstimates
 from msbench.errors import ConfigError
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -134,6 +135,10 @@ class Estimate:
     reason: str
 
 
+# Every profile's estimates include the tips' (their values are HardwareProfile.tips).
+TIP_ESTIMATES = tuple(Estimate(f"tips.{name}", rng["low"], rng["high"], reason) for name, rng, reason in TIP_RANGES)
+
+
 @dataclass(frozen=True)
 class Precision:
     matrix_fp32_as: str        # "fp32" or "fp16": what an fp32 matrix op really runs as (MindSpore default)
@@ -190,6 +195,7 @@ class HardwareProfile:
     host: Host
     comm: Comm
     kernel_classes: KernelClasses | None = None
+    tips: TipEstimates = TipEstimates()      # the tips' estimate constants (hardware/model/tip_estimates.py), not in the TOML
     estimates: tuple[Estimate, ...] = ()
     digest: str = ""           # sha256 of the canonical content (records carry it)
 
@@ -214,11 +220,12 @@ class HardwareProfile:
                      ) -> "HardwareProfile":
         """`complete=False` accepts a profile without its efficiency tables (the datasheet part that
         hardware.calibration.derive reads before it writes them)."""
-        parsed = parse_section(cls, data, where, "", skip=("digest", "estimates"))
+        parsed = parse_section(cls, data, where, "", skip=("digest", "estimates", "tips"))
         if complete and parsed.kernel_classes is None and (parsed.cube.efficiency is None or parsed.memory.efficiency is None):
             raise ConfigError("kernel_classes", None, "[kernel_classes] or both cube.efficiency and memory.efficiency",
                               where, rule="missing key")
-        parsed = dataclasses.replace(parsed, estimates=parse_estimates(parsed, data.get("estimates", {}), where))
+        parsed = dataclasses.replace(parsed, estimates=tuple(sorted(
+            parse_estimates(parsed, data.get("estimates", {}), where) + TIP_ESTIMATES, key=lambda e: e.key)))
         digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
         return typing.cast(HardwareProfile, type(parsed)(**{**parsed.__dict__, "digest": digest}))
 
@@ -339,6 +346,8 @@ def parse_estimates(profile: HardwareProfile, table: Any, where: str) -> tuple[E
     out = []
     for key, entry in sorted(table.items()):
         name = f"estimates.{key}"
+        if key.startswith("tips."):
+            raise ConfigError(name, entry, "a constant of this profile (tips.* are hardware/model/tip_estimates.py's)", where)
         if not isinstance(entry, Mapping) or set(entry) != {"range", "reason"}:
             raise ConfigError(name, entry, allowed, where)
         rng, reason = entry["range"], entry["reason"]

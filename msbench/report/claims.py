@@ -16,13 +16,14 @@ from typing import Callable, Iterator, Mapping
 import pandas as pd
 
 from msbench.report.claims_llm import llm_claims
-from msbench.report.frame import CONTEXT, KNOBS, metric, ok_cells, paired_accuracy_pp, ratio
+from msbench.report.frame import CONTEXT, KNOBS, metric, paired_accuracy_pp, ratio
 from msbench.stats import is_effect
 
 HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 NO_DATA = "no data"
 GRADE_TEXT = {2: HOLDS, 1: PARTLY, 0: FAILS}
-UNITS = {"x": "×", "ratio": "", "pp": " pp", "pct": "%"}
+UNITS = {"x": "×", "ratio": "", "pp": " pp", "pct": "%", "batch": "", "gib": " GiB"}
+WHOLE_UNITS = ("pct", "batch")     # shown without decimals
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,10 @@ class Check:
     higher_is_better: bool = True
     unit: str = "x"
     required: bool = True
+    graded: bool = True              # False: a number the claim states (e.g. a batch size), never graded
 
     def grade(self, value: float | None) -> int | None:
-        if value is None:
+        if value is None or not self.graded:
             return None
         sign = 1.0 if self.higher_is_better else -1.0
         if sign * value >= sign * self.holds:
@@ -49,13 +51,17 @@ class Check:
         if value is None:
             return "n/a"
         number = value * 100.0 if self.unit == "pct" else value
-        digits = 0 if self.unit == "pct" else 2
+        if self.unit == "gib":
+            return f"{number:g}{UNITS[self.unit]}"
+        digits = 0 if self.unit in WHOLE_UNITS else 2
         return f"{number:.{digits}f}{UNITS[self.unit]}"
 
     def show(self, value: float | None) -> str:
         return f"{self.label} {self.value_text(value)}"
 
     def rule(self) -> str:
+        if not self.graded:
+            return f"{self.label}: stated, not graded"
         op = "≥" if self.higher_is_better else "≤"
         return (f"{self.label}: holds {op} {self.value_text(self.holds)}, partly {op} "
                 f"{self.value_text(self.partly)}, else does not hold" + ("" if self.required else " (optional)"))
@@ -135,8 +141,10 @@ def pairs(reference: Mapping[str, tuple], changed: Mapping[str, tuple],
     return find
 
 
-def same_except(frame: pd.DataFrame, varied: set[str]) -> Iterator[tuple[object, pd.DataFrame]]:
-    ok = ok_cells(frame)
+def same_except(frame: pd.DataFrame, varied: set[str],
+                statuses: tuple[str, ...] = ("ok",)) -> Iterator[tuple[object, pd.DataFrame]]:
+    """Groups of cells with one of `statuses` that are equal in context and every knob not in `varied`."""
+    ok = frame[frame["status"].isin(statuses)]
     if ok.empty:
         return iter(())
     keys = CONTEXT + [k for k in KNOBS if k not in varied and k in ok.columns]

@@ -1,13 +1,17 @@
 """The data-pipeline and memory tips of issue 18 as claims, each read from pairs of cells that differ
 only in its knob (the machinery of msbench/report/claims.py, whose list these are appended to):
-process workers, shared memory, vision ops on the device, the ragged last batch, memory reuse (SOMAS).
+process workers, shared memory, vision ops on the device, the ragged last batch, memory reuse (SOMAS);
+and the pool cap (max_device_memory), read from a batch-size sweep with and without the cap, OOM cells
+included: the largest batch that fits under the cap and the first that runs out.
 """
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pandas as pd
 
-from msbench.report.claims import Check, Claim, pairs, speed
+from msbench.report.claims import Check, Claim, micro_batch, pairs, same_except, speed
 from msbench.report.frame import metric, ratio
 
 
@@ -20,6 +24,38 @@ def ragged_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
 def memory_measure(ref: pd.Series, alt: pd.Series) -> dict[str, float | None]:
     return {"memory_ratio": ratio(metric(alt, "peak_memory_bytes"), metric(ref, "peak_memory_bytes")),
             **speed(ref, alt)}
+
+
+def capped(row: pd.Series) -> bool:
+    return not pd.isna(row.get("max_device_memory"))
+
+
+def cap_sweeps(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, ...]]:
+    """Per cap: the capped cells of a batch sweep (ok or oom), then the uncapped cells at the same batch
+    sizes, all else equal; only sweeps with at least two batch sizes under the cap."""
+    for _, group in same_except(frame, {"batch_size", "max_device_memory"}, statuses=("ok", "oom")):
+        rows = [r for _, r in group.iterrows() if micro_batch(r) is not None]
+        for cap in sorted({float(r["max_device_memory"]) for r in rows if capped(r)}):
+            mine = sorted((r for r in rows if capped(r) and float(r["max_device_memory"]) == cap), key=micro_batch)
+            batches = {micro_batch(r) for r in mine}
+            free = sorted((r for r in rows if not capped(r) and micro_batch(r) in batches), key=micro_batch)
+            if len(batches) >= 2:
+                yield (*mine, *free)
+
+
+def cap_measure(*rows: pd.Series) -> dict[str, float | None]:
+    """The cap, the largest batch that fits under it and the first that runs out (None: none in the
+    sweep), and the largest capped batch as a share of the largest the uncapped chip fits."""
+    def fits(side: list[pd.Series]) -> list[int]:
+        return [micro_batch(r) for r in side if r["status"] == "ok"]
+
+    under = [r for r in rows if capped(r)]
+    free = [r for r in rows if not capped(r)]
+    kept, oom = fits(under), [micro_batch(r) for r in under if r["status"] == "oom"]
+    largest_free = max(fits(free), default=None)
+    return {"cap_gib": float(under[0]["max_device_memory"]),
+            "largest_fitting_batch": max(kept, default=None), "first_oom_batch": min(oom, default=None),
+            "batch_kept": ratio(float(max(kept, default=0)), None if largest_free is None else float(largest_free))}
 
 
 PIPELINE_SPEEDUP = Check("speedup", "speed-up", holds=1.05, partly=1.0)
@@ -46,4 +82,15 @@ TIP_CLAIMS: tuple[Claim, ...] = (
           (Check("memory_ratio", "memory ratio", holds=0.95, partly=0.99, higher_is_better=False, unit="ratio"),
            Check("speedup", "speed-up", holds=1.0, partly=0.97, required=False)),
           pairs({"memory_optimize_level": ("O0",)}, {"memory_optimize_level": ("O1",)}), memory_measure),
+    Claim("max_device_memory", "A max_device_memory cap runs the pool out of memory at a batch size the "
+          "uncapped chip fits (the largest that fits under the cap, and the first that does not)",
+          "a batch_size sweep (ok and oom cells) with max_device_memory set, and the same batch sizes unset, "
+          "otherwise equal",
+          (Check("cap_gib", "cap", 0.0, 0.0, unit="gib", required=False, graded=False),
+           Check("largest_fitting_batch", "largest batch that fits", 0.0, 0.0, unit="batch", required=False,
+                 graded=False),
+           Check("first_oom_batch", "first OOM batch", 0.0, 0.0, unit="batch", required=False, graded=False),
+           Check("batch_kept", "largest batch under the cap / uncapped", holds=0.95, partly=0.99,
+                 higher_is_better=False, unit="ratio")),
+          cap_sweeps, cap_measure),
 )

@@ -51,7 +51,7 @@ def type_rows(record: Record, predicted: Record | None) -> list[dict[str, Any]]:
     measured = record.metrics.op_profile["by_type"]
     model = predicted.metrics.op_profile["by_type"] if predicted else {}
     rows = []
-    for op_type in sorted(set(measured) | set(model), key=lambda t: -measured.get(t, {}).get("s", 0.0)):
+    for op_type in sorted(set(measured) | set(model), key=lambda t: (-measured.get(t, {}).get("s", 0.0), t)):
         m, p = measured.get(op_type, {}).get("s"), model.get(op_type, {}).get("s")
         slot = model.get(op_type, {}).get("slot_s")
         rows.append({"workload": record.cell.workload, "preset": record.cell.preset, "scenario": record.cell.scenario,
@@ -76,10 +76,13 @@ def by_op_type(records: Sequence[Record]) -> tuple[pd.DataFrame, list[str]]:
     rows, notes = [], []
     for record in profiled(records):
         predicted = prediction_of(record, records)
+        model = PAIRED_PROFILE.get(record.cell.target)
         if predicted is None:
-            notes.append(f"{record.cell.workload} on {record.cell.target} ({record.cell_id}): no profiled "
-                         f"{PAIRED_PROFILE.get(record.cell.target, 'device-model')} record of the same cell to compare "
-                         "with (run the cell on model:cpu in a matrix with profile = true)")
+            notes.append(f"{record.cell.workload} on {record.cell.target} ({record.cell_id}): " + (
+                f"no profiled {model} record of the same cell to compare with (run the cell on {model} in a "
+                "matrix with profile = true)" if model else
+                "no device-model profile is paired with this target (its name does not say the chip), so "
+                "only the measurement is shown"))
         cell_rows = type_rows(record, predicted)
         shown = cell_rows[:TOP_TYPES]
         rest = cell_rows[TOP_TYPES:]

@@ -55,14 +55,14 @@ class Robustness:
 
 
 def cached_inputs(record: Record, profile: HardwareProfile) -> tuple[OpGraph, HostCostLike]:
-    """The cell's graph from the cache only (GraphNotCached otherwise) and its calibrated host cost."""
-    from hardware.model.host_cost import host_cost
-    from hardware.model.target import cell_graph
+    """The cell's graph from the cache only (GraphNotCached otherwise) and its calibrated host cost, with
+    the pipeline's calibrated modes where a tip knob reads them (the target's own cell_host)."""
+    from hardware.model.target import cell_graph, cell_host
 
     cell = record.cell
     graph = cell_graph(cell.workload, cell.preset, cell.overrides, cell.settings, profile, compile_missing=False)
     try:
-        host = host_cost(cell.workload, cell.preset, cell.overrides, cell.settings.data_format)
+        host = cell_host(cell.workload, cell.preset, cell.overrides, cell.settings)
     except UserError as err:
         raise LookupError(str(err)) from None
     return graph, host

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from hardware.mindspore.profiling import op_summary
 from msbench.runner import run_cell
 
 pytestmark = pytest.mark.slow
@@ -57,19 +56,3 @@ def test_training_knobs_make_an_inference_cell_unsupported(one_process, toy_cell
     record = run_cell(cell, timeout=240.0)
     assert record.status == "unsupported" and "optimizer='adam'" in record.reason
 
-
-def test_the_summary_parser_reads_the_cpu_files_per_step(tmp_path):
-    frame = tmp_path / "FRAMEWORK"
-    frame.mkdir()
-    (frame / "cpu_op_type_info_0.csv").write_text(
-        "op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n"
-        "Conv2D,4,2,30.0,7.5,0.75\nReLU,4,2,10.0,2.5,0.25\n")
-    (frame / "cpu_op_detail_info_0.csv").write_text(
-        "op_side,op_type,op_name,full_op_name,op_occurrences,op_total_time(ms),op_avg_time(ms),total_proportion,subgraph,pid\n"
-        "Host,ReLU,ReLU-op0,Default/ReLU-op0,2,10.0,5,0.25,Default,1\n"
-        "Host,Conv2D,Conv2D-op0,Default/Conv2D-op0,2,30.0,15,0.75,Default,1\n")
-    summary = op_summary(tmp_path, steps=2)
-    assert summary["total_s"] == pytest.approx(0.020)
-    assert summary["by_type"]["Conv2D"] == {"s": pytest.approx(0.015), "share": pytest.approx(0.75), "calls": 2.0}
-    assert [k["type"] for k in summary["top_kernels"]] == ["Conv2D", "ReLU"]
-    assert "reason" in op_summary(tmp_path / "missing", steps=2)

@@ -14,10 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hardware.capabilities import Facts, capability, refusal
 from hardware.mindspore.backend import plan_context
 from hardware.model import pipeline_modes as pm
-from hardware.model.memory import SOMAS_PACKING_LOSS
 from hardware.model.pipeline_modes import HostWithModes
 from hardware.model.predict import predict
-from hardware.model.profile import load_profile
+from hardware.model.profile import load_profile, with_estimate
 from model_graphs import FakeHost, fake_modes, mlp_step  # noqa: E402
 from msbench.settings import make_settings
 
@@ -44,26 +43,46 @@ def test_process_workers_and_shared_memory_scale_the_pipeline_by_their_measured_
     assert data_total(workers=8, python_multiprocessing=True) == pytest.approx(eight * MODES.process_ratio[2], rel=1e-5)
 
 
+def test_the_carried_process_ratio_is_an_estimate_read_only_beyond_two_workers():
+    knobs = {"workers": 8, "python_multiprocessing": True}
+    assert "tips.process_ratio_carry" in run(**knobs).detail["estimates"]
+    assert "tips.process_ratio_carry" not in run(workers=2, python_multiprocessing=True).detail["estimates"]
+    assert not any(k.startswith("tips.") for k in run(workers=8).detail["estimates"])
+    none_carried = with_estimate(NPU, "tips.process_ratio_carry", 0.0)       # the range's low end: the 1-worker ratio
+    eight = run(none_carried, workers=8).detail["data_total_s"]
+    assert run(none_carried, **knobs).detail["data_total_s"] == pytest.approx(eight * MODES.process_ratio[1], rel=1e-5)
+    half = with_estimate(NPU, "tips.process_ratio_carry", 0.5)
+    assert run(half, **knobs).detail["data_total_s"] == pytest.approx(
+        eight * (MODES.process_ratio[1] + MODES.process_ratio[2]) / 2, rel=1e-5)
+
+
 def test_device_augmentation_moves_the_vision_share_and_keeps_decode_where_jpegd_is_missing():
     host_only = data_total()
     moved = data_total(augment_device="ascend")
-    assert moved == pytest.approx(max(host_only * (1 - 0.6), 32 * pm.dvpp_seconds_per_sample(MODES, "ascend910b")),
+    assert moved == pytest.approx(max(host_only * (1 - 0.6), 32 * pm.dvpp_seconds_per_sample(MODES, NPU)),
                                   rel=1e-5)
     on_910a = run(A910, augment_device="ascend").detail["data_total_s"]
     assert on_910a == pytest.approx(run(A910).detail["data_total_s"] * (1 - 0.1), rel=1e-5)   # Normalize only
     assert pm.moved_ops(MODES, "ascend910a") == ("Normalize",)
-    assert [e["key"] for e in run(augment_device="ascend").detail["tip_estimates"]] == [
-        "pipeline_modes.JPEGD_FPS", "pipeline_modes.VPC_FPS"]
-    assert "tip_estimates" not in run().detail
+    def tips(profile=NPU, **knobs):
+        return [e for e in run(profile, **knobs).detail["estimates"] if e.startswith("tips.")]
+
+    assert tips(augment_device="ascend") == ["tips.jpegd_fps", "tips.vpc_fps"]
+    assert tips(A910, augment_device="ascend") == ["tips.vpc_fps"] and tips() == []      # no JPEGD on the 910A
+    faster = with_estimate(NPU, "tips.vpc_fps", 4320.0)
+    assert pm.dvpp_seconds_per_sample(MODES, faster) < pm.dvpp_seconds_per_sample(MODES, NPU)
     assert capability("augment_device", "ascend", "model:cpu").status == "refused"
     assert "DVPP" in capability("augment_device", "ascend", "mindspore:cpu").text
 
 
 def test_a_ragged_last_batch_charges_one_compile_per_epoch_in_graph_mode():
     kept = run(drop_remainder=False)
-    expected = MODES.compile_s_per_op * len(GRAPH.ops) * pm.ASCEND_COMPILE_SCALE["central"] / (9 + 1)
+    expected = MODES.compile_s_per_op * len(GRAPH.ops) * NPU.tips.ascend_compile_scale / (9 + 1)
     assert kept.breakdown["recompile"] == pytest.approx(expected, rel=1e-5)
     assert kept.step_time_s > run().step_time_s and "recompile" not in run().breakdown
+    assert "tips.ascend_compile_scale" in kept.detail["estimates"]
+    slow = run(with_estimate(NPU, "tips.ascend_compile_scale", 8.0), drop_remainder=False)
+    assert slow.breakdown["recompile"] == pytest.approx(expected * 8.0 / NPU.tips.ascend_compile_scale, rel=1e-5)
     pynative = make_settings({"drop_remainder": False})
     assert "graph mode only" in refusal(pynative, "model:npu", Facts())
     assert "no ragged last batch" in refusal(make_settings({"drop_remainder": False}), "mindspore:cpu",
@@ -72,9 +91,12 @@ def test_a_ragged_last_batch_charges_one_compile_per_epoch_in_graph_mode():
 
 def test_somas_shrinks_the_fragmentation_and_the_cap_is_the_oom_threshold():
     base, somas = run(), run(memory_optimize_level="O1")
-    assert somas.memory["fragmentation"] == pytest.approx(base.memory["fragmentation"] * SOMAS_PACKING_LOSS["central"],
+    assert somas.memory["fragmentation"] == pytest.approx(base.memory["fragmentation"] * NPU.tips.somas_packing_loss,
                                                           abs=1)
     assert somas.peak_memory_bytes < base.peak_memory_bytes
+    assert "tips.somas_packing_loss" in somas.detail["estimates"] and "tips.somas_packing_loss" not in base.detail["estimates"]
+    unpacked = run(with_estimate(NPU, "tips.somas_packing_loss", 1.0), memory_optimize_level="O1")
+    assert unpacked.memory["fragmentation"] == pytest.approx(base.memory["fragmentation"], abs=1)   # the range's top: no gain
     capped = run(max_device_memory=0.001)
     assert capped.memory_capacity_bytes == int(0.001 * 2**30) and capped.oom and not base.oom
     assert "no fragmentation" in refusal(make_settings({"memory_optimize_level": "O1"}), "model:cpu",

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from report_fixtures import bd, record  # noqa: E402
 
-from msbench.report.claims import FAILS, HOLDS, NO_DATA, PARTLY, evaluate_claims  # noqa: E402
+from msbench.report.claims import FAILS, HOLDS, NO_DATA, PARTLY, evaluate_claims, summarize, thresholds_table  # noqa: E402
 from msbench.report.load import RecordSet  # noqa: E402
 
 TIPS = ("python_multiprocessing", "shared_mem", "augment_device", "drop_remainder", "memory_reuse")
@@ -43,3 +43,42 @@ def test_a_tip_without_its_pair_has_no_data_and_a_slower_change_fails():
     got = verdicts([record(thr=1000, breakdown=bd(0.025)),
                     record(thr=800, breakdown=bd(0.025), python_multiprocessing=True)])
     assert got["python_multiprocessing"].verdict == FAILS and got["augment_device"].verdict == NO_DATA
+
+
+def cap_result(records):
+    (result,) = [r for r in evaluate_claims(RecordSet.of(records).frame) if r.claim.key == "max_device_memory"]
+    return result
+
+
+def test_the_pool_cap_claim_states_the_largest_batch_that_fits_and_the_first_oom():
+    oom = {"status": "oom", "reason": "predicted peak exceeds the cap"}
+    result = cap_result([
+        record(thr=900, peak_gib=6, batch_size=64), record(thr=1000, peak_gib=12, batch_size=128),
+        record(thr=1050, peak_gib=24, batch_size=256),
+        record(thr=900, peak_gib=6, batch_size=64, max_device_memory=10.0),
+        record(peak_gib=12, batch_size=128, max_device_memory=10.0, **oom),
+        record(peak_gib=24, batch_size=256, max_device_memory=10.0, **oom),
+    ])
+    assert result.verdict == HOLDS
+    (evidence,) = result.evidence
+    assert evidence.values == {"cap_gib": 10.0, "largest_fitting_batch": 64, "first_oom_batch": 128,
+                               "batch_kept": pytest.approx(0.25)}
+    assert len(evidence.cells) == 6                       # the capped sweep, then the uncapped cells
+    assert "cap 10 GiB, largest batch that fits 64, first OOM batch 128" in summarize(result)
+
+
+def test_a_cap_that_never_bites_does_not_hold_and_a_lone_capped_cell_is_no_evidence():
+    result = cap_result([
+        record(thr=900, batch_size=64), record(thr=1000, batch_size=128),
+        record(thr=900, batch_size=64, max_device_memory=40.0), record(thr=1000, batch_size=128, max_device_memory=40.0),
+    ])
+    assert result.verdict == FAILS
+    assert result.evidence[0].values["first_oom_batch"] is None and result.evidence[0].values["batch_kept"] == 1.0
+    assert cap_result([record(thr=900, batch_size=64), record(thr=900, batch_size=64, max_device_memory=8.0)]
+                      ).verdict == NO_DATA
+
+
+def test_the_stated_numbers_are_not_graded():
+    rules = thresholds_table()
+    mine = rules[rules["claim"] == "max_device_memory"]["check"].tolist()
+    assert "first OOM batch: stated, not graded" in mine and any(r.startswith("largest batch under the cap") for r in mine)

@@ -112,3 +112,42 @@ def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeyp
     changed = RecordSet.of([records[0], records[1], records[2]])     # the 910B's records changed, the 910A's not
     uncertainty.robustness(changed)
     assert calls[2:] == ["model:ascend910b"]
+
+
+def test_a_tip_verdict_that_hangs_on_a_tip_estimate_says_so():
+    """SOMAS' packing loss (tips.somas_packing_loss, 0-1) is varied like a profile's own estimates: at 1
+    the plan packs no better than the pool, and memory reuse no longer saves memory."""
+    target, profile = "model:ascend910b", load_profile("ascend910b")
+
+    def reuse_record(level: str) -> Record:
+        settings = make_settings({"mode": "graph", "memory_optimize_level": level})
+        cell = Cell(workload="mlp", preset="full", settings=settings, target=target,
+                    label="base" if level == "O0" else f"memory_optimize_level={level}")
+        pred = predict(mlp_step(BATCH[target]), settings, profile, FakeHost())
+        return Record(cell=cell, status="ok", metrics=prediction_metrics(pred.to_dict()),
+                      provenance={"commit": "c" * 40}, started_at=1.0)
+
+    records = [reuse_record("O0"), reuse_record("O1")]
+    assert "tips.somas_packing_loss" in uncertainty.estimates_read(records[1])
+    result = uncertainty.robustness(RecordSet.of(records), inputs)[("memory_reuse", target)]
+    assert result.text == "uncertain — depends on tips.somas_packing_loss (0–1)"
+    (flip,) = result.flips
+    assert flip.value == 1.0 and flip.shipped == claims.HOLDS and flip.verdict != claims.HOLDS
+    assert "SOMAS" in flip.estimate.reason
+
+
+def test_the_report_predicts_a_tip_cell_again_with_its_pipelines_calibrated_modes(monkeypatch):
+    """A cell with a tip knob that reads hardware/calibration/pipeline_modes.json gets the same host as the
+    device-model target gives it, or its re-prediction could not apply the knob."""
+    from hardware.model import target as model_target
+    from hardware.model.pipeline_modes import modes_of
+
+    monkeypatch.setattr(model_target, "cell_graph", lambda *args, **kwargs: mlp_step(16))
+    profile = load_profile("ascend910b")
+
+    def host_of(**knobs):
+        cell = Cell(workload="resnet50", preset="full", settings=make_settings({"mode": "graph", **knobs}),
+                    target="model:ascend910b", label="x")
+        return uncertainty.cached_inputs(Record(cell=cell, status="ok"), profile)[1]
+
+    assert modes_of(host_of(python_multiprocessing=True)) is not None and modes_of(host_of()) is None
