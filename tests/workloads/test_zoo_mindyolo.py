@@ -53,10 +53,12 @@ def test_presets_are_the_peers_with_the_configs_multiples():
     assert wl.calibrated_pipeline("tiny", {"width": 0.5, "image_size": 128}) == ("yolov8n", "tiny", {"image_size": 128})
 
 
-def test_a_missing_package_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(adapter.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(UserError, match=r"not installed; pip install 'msbench\[zoo\]'"):
-        adapter.require_mindyolo()
+@pytest.mark.parametrize("missing, says", [("mindyolo", "the mindyolo package"), ("cv2", "OpenCV")])
+def test_a_missing_package_says_how_to_install_it_when_the_name_is_resolved(monkeypatch, missing, says):
+    find_spec = adapter.importlib.util.find_spec
+    monkeypatch.setattr(adapter.importlib.util, "find_spec", lambda name: None if name == missing else find_spec(name))
+    with pytest.raises(UserError, match=rf"need {says}.*not installed; pip install 'msbench\[zoo\]'"):
+        adapter.MindYOLOWorkload("yolov8n")
 
 
 def test_an_import_that_fails_says_why_and_how_to_check(monkeypatch):

@@ -39,10 +39,17 @@ NETWORK_FIELDS = ("depth", "width", "max_channels")  # preset fields that size t
 RECOMPUTE_UNITS = {"C2f": "selective", "ConvNormAct": "full", "SPPF": "full"}
 
 
+def check_installed() -> None:
+    """One line saying how to install what is missing, found without importing mindyolo (which imports
+    MindSpore): names reach the parent process, which must stay free of it."""
+    for package, role in ((PACKAGE, "the mindyolo package"), ("cv2", "OpenCV, which mindyolo imports undeclared")):
+        if importlib.util.find_spec(package) is None:
+            raise UserError(f"the mindyolo:<config> workloads need {role}, which is not installed; {INSTALL}")
+
+
 def require_mindyolo() -> Any:
     """The mindyolo package, or one line saying how to install it or why it does not import."""
-    if importlib.util.find_spec(PACKAGE) is None:
-        raise UserError(f"the mindyolo:<config> workloads need the mindyolo package, which is not installed; {INSTALL}")
+    check_installed()
     try:
         return importlib.import_module(PACKAGE)
     except ImportError as err:       # 0.5.0 imports cv2 without declaring it
@@ -81,6 +88,7 @@ class MindYOLOWorkload(YoloWorkload):
         self.config = config
         self.name = f"mindyolo:{config}"
         scale_of(config)
+        check_installed()              # refuse a missing package here, not in the extraction child
 
     def presets(self) -> dict[str, Preset]:
         """The data workload's presets with this config's depth, width and channel cap (tiny: `tiny_width`)."""
