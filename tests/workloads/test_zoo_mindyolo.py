@@ -78,7 +78,9 @@ def test_zoo_sources_include_mindyolos_models_and_msbenchs_yolo():
     assert adapter.CONFIGS_FILE in sources and all(p.exists() for p in sources)
 
 
-def test_recompute_marks_the_same_blocks_as_msbenchs_yolo(scratch):
+def test_recompute_marks_the_same_blocks_as_msbenchs_yolo_also_after_amp_o1_rewrites_the_cells(scratch):
+    import mindspore as ms
+
     for ours, theirs in PEERS.items():
         counts = []
         for name in (ours, theirs):
@@ -86,6 +88,11 @@ def test_recompute_marks_the_same_blocks_as_msbenchs_yolo(scratch):
             network = wl.build_network(wl.preset("tiny"))
             counts.append([len(wl.recompute_blocks(network, full)) for full in (False, True)])
         assert counts[0] == counts[1] and counts[0][0] > 0
+    wl = registry.get_workload("mindyolo:yolov8n")
+    plain = wl.build_network(wl.preset("tiny"))
+    rewritten = ms.amp.auto_mixed_precision(wl.build_network(wl.preset("tiny")), "O1")
+    for full in (False, True):
+        assert len(wl.recompute_blocks(rewritten, full)) == len(wl.recompute_blocks(plain, full))
 
 
 @pytest.mark.slow
