@@ -121,12 +121,12 @@ def test_forward_gflops_agree(ours, scratch):
 def test_tiny_learns_and_evaluates_through_msbenchs_decoder(graph_mode):
     """mindyolo's training outputs feed msbench's YOLOv8 loss, and its inference outputs (decoded boxes,
     raw maps) msbench's decoder and mAP: a few steps must lower the loss and evaluation must run."""
-    from workloads.train_step import build_train_step
+    from workloads.train_step import build_train_step, steps_per_epoch
 
     wl = registry.get_workload("mindyolo:yolov8n")
     preset = wl.preset("tiny", {"eval_samples": 16})
     settings = Settings(mode="graph")
-    step = build_train_step(wl, preset, settings, total_steps=preset.epochs * 64)
+    step = build_train_step(wl, preset, settings, total_steps=preset.epochs * steps_per_epoch(preset, settings))
     data = wl.make_dataset(preset, "train", settings, preset.batch_size).create_tuple_iterator(num_epochs=1)
     losses = [float(step.cell(*batch).asnumpy()) for batch, _ in zip(data, range(24))]
     assert np.isfinite(losses).all() and np.mean(losses[-6:]) < 0.9 * np.mean(losses[:4]), losses
