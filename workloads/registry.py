@@ -49,6 +49,7 @@ WORKLOADS: dict[str, str] = {
 # zoo prefix -> (adapter factory `module:function(model) -> Workload`, the package it adapts)
 ZOOS: dict[str, tuple[str, str]] = {
     "mindcv": ("workloads.zoo.mindcv:mindcv_workload", "mindcv"),
+    "mindyolo": ("workloads.zoo.mindyolo:mindyolo_workload", "mindyolo"),
 }
 
 ALLOWED_NAMES = ("a built-in name, <zoo>:<model> (zoos: " + ", ".join(ZOOS) + "), a `msbench.workloads` "

@@ -10,7 +10,7 @@ import pytest
 
 from hardware.model.dataflow import analyse, peak_live, tuple_index
 from hardware.model.extract import DUMP_PASS, child_env, dump_env
-from hardware.model.ir import parse_abstract, read_dumps, split_args, split_abstracts
+from hardware.model.ir import IrGraph, IrNode, parse_abstract, read_dumps, split_args, split_abstracts
 from hardware.model.opgraph import TensorSpec
 
 # A conv block, a Dense layer (MatMul with transpose_b) and a BatchMatMul with transpose_a, trained
@@ -127,6 +127,28 @@ def test_phases_and_weights(dumps):
     assert sum(p.spec.elements for p in result.weight_params if p.ref_key in trainable) == PARAMS
     # The forward conv output is read by the BatchNorm gradient: it is an activation kept for backward.
     assert result.activation_bytes >= 4 * 8 * 16 * 16 * 4
+
+
+def kernel(key: str, op_type: str, scope: str, *args: str) -> IrNode:
+    spec = (TensorSpec("Float32", (4, 8)),)
+    return IrNode(key=key, type=op_type, scope=scope, args=args, consts=args, in_specs=tuple(spec for _ in args),
+                  out_specs=spec, attrs="")
+
+
+def test_a_gradient_sum_that_backward_reads_again_is_backward_not_update_work():
+    """An activation read twice gets its two gradients summed; under a bare scope (as mindyolo's YOLOv8
+    compiles them) the data flow alone would call that sum update work. Backward reads it, so it is
+    backward; the accumulation that only the optimizer reads stays update work."""
+    nodes = (kernel("%1", "Mul", "Default/network/Mul-op1"),
+             kernel("%2", "MulGrad", "Gradients/Default/network/gradMul/Mul-op2", "%1"),
+             kernel("%3", "MulGrad", "Gradients/Default/network/gradMul/Mul-op3", "%1"),
+             kernel("%4", "AddN", "Default", "%2", "%3"),
+             kernel("%5", "Neg", "Default", "%4"),
+             kernel("%6", "ReluGrad", "Gradients/Default/network/gradReLU/ReluGrad-op4", "%5", "%1"),
+             kernel("%7", "AddN", "Default", "%6", "%6"),
+             kernel("%8", "ApplyMomentum", "Default/optimizer-Momentum/ApplyMomentum-op5", "%7"))
+    phases = [op.phase for op in analyse(IrGraph(params=(), nodes=nodes)).ops]
+    assert phases == ["forward", "backward", "backward", "backward", "backward", "backward", "optimizer", "optimizer"]
 
 
 @pytest.mark.slow

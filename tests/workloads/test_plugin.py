@@ -108,4 +108,5 @@ def test_list_workloads_shows_plugins_and_zoos_beside_the_built_ins(plugin_path,
     assert rows["resnet50"]["source"] == "built-in"
     assert rows["tiny-cnn"]["source"] == f"entry point msbench.workloads -> {SPEC}"
     assert rows["mindcv:<model>"]["source"].startswith("zoo adapter over mindcv")
-    assert list(rows)[-1] == "mindcv:<model>"
+    assert rows["mindyolo:<model>"]["source"].startswith("zoo adapter over mindyolo")
+    assert list(rows)[-2:] == ["mindcv:<model>", "mindyolo:<model>"]
