@@ -129,9 +129,10 @@ def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, v
     block_kernels = part_kernels(graphs.block, settings, profile, fused_attention=settings.flash_attention)
     ends_kernels = part_kernels(graphs.ends, settings, profile)
     block, ends = pass_cost(block_kernels), pass_cost(ends_kernels)
-    # The composition costs no host side (its refusals keep the data pipeline at its defaults): no host estimates.
+    # The composition costs no host side (its refusals keep the data pipeline at its defaults) and no launches
+    # (a sunk graph's device time): neither's estimates are read.
     estimates = tuple(e["key"] for e in estimates_used([*block_kernels, *ends_kernels], settings, profile,
-                                                       data_s=0.0, transfer_s=0.0))
+                                                       data_s=0.0, transfer_s=0.0) if not e["key"].startswith("launch."))
     end_params = graphs.ends.param_count
     table = graphs.params_per_token * vocab_shard // (1 if tied else 2)
     first_params = min(table, end_params)
