@@ -45,6 +45,7 @@ class Facts:
     usable_gib: float | None = None          # the profile's usable device memory
     fragmentation: float | None = None       # the profile's pool fragmentation (what SOMAS can remove)
     llm_composition: bool = False        # the device model composes this cell's LLM parallel step (hardware/model/llm)
+    flash_kernel: bool | None = None     # the profile has measured FlashAttentionScore tables (Atlas A2)
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,10 @@ EFFECTS.update({
                                      "parameter all-gather") for k in MODEL_KINDS}},
     "flash_attention": {**{k: _apply("workloads.transformer attention: ops.flash_attention_score (FlashAttentionScore)")
                            for k in REAL_KINDS},
-                        **{k: _model(f"{LLM_MODEL}: attention-score tensors dropped from activation memory, "
-                                     "fused attention time") for k in MODEL_KINDS}},
+                        **{k: _model(f"{LLM_MODEL}: attention-score tensors dropped from activation memory; the "
+                                     "block's attention core costed as one FlashAttentionScore + one "
+                                     "FlashAttentionScoreGrad per layer (llm/flash.py, the profile's flash tables)")
+                           for k in MODEL_KINDS}},
     "parallel_mode": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(parallel_mode=SEMI_AUTO_PARALLEL | "
                                    "AUTO_PARALLEL, search_mode='sharding_propagation')") for k in REAL_KINDS},
                       **{k: _model(f"{LLM_MODEL}: the layout the composition costs (auto: the semi_auto plan, "
@@ -293,6 +296,9 @@ REFUSALS += tuple(
     Refusal("flash_attention", ("mindspore:cpu", "mindspore:gpu"), lambda s, f: s.flash_attention,
             lambda s, f: "flash_attention=true: FlashAttentionScore has kernels for Ascend (Atlas A2/A3 training "
                          "series) only, none for the CPU or GPU backend"),
+    Refusal("flash_attention", MODEL_KINDS, lambda s, f: s.flash_attention and f.flash_kernel is False,
+            lambda s, f: "flash_attention=true: this profile has no FlashAttentionScore timing to cost the fused "
+                         "kernel with (measured on Atlas A2 only: hardware/calibration/data/public_flash_attention.csv)"),
     Refusal("tensor_parallel", MODEL_KINDS, lambda s, f: not f.llm_composition
             and not all(_llm_default(s, k) for k in _LLM_KNOBS),
             lambda s, f: "LLM parallelism (tensor_parallel, pipeline_stages, sequence_parallel, optimizer_shard, "

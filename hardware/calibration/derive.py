@@ -32,7 +32,10 @@ except where public GEMM timings of the chip exist (data/public_gemm_tflops.csv,
 torch.mm on a 910B2, n = 1024..10240): the 910B's MatMul table is fitted on those from the smallest
 measured work per core up (`with_measured_matmul`). They show the A2 Cube far closer to its peak on
 large GEMMs (0.83-0.89 from 4096^3) than the 910A's profiled kernels (about 0.4), so the 910A ratio is
-not carried over there.
+not carried over there. Where public FlashAttentionScore timings of the chip exist
+(data/public_flash_attention.csv, read by flash_bench: a torch_npu call on a 910B2, seq 1024..32768), its
+`flash_attention` and `flash_attention_grad` tables are fitted on them (flash_bench.with_flash_tables); a
+chip without them has no fused attention kernel to cost.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
 from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
                                     tiles_per_core, vector_tflops, vector_work_elements)
-from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
+from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
 from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
 
 SOURCE_PROFILE = "ascend910a"
@@ -312,8 +315,9 @@ def table_text(table: EfficiencyTable) -> str:
 def block_text(classes: KernelClasses, note: str, labels: Sequence[tuple[str, float, float, str]]) -> str:
     lines = [BEGIN, f"# {note}", "[kernel_classes]", f"min_kernel_us = {classes.min_kernel_us:g}"]
     lines += [f"unaligned_{kind} = {classes.unaligned(kind):g}" for kind in VECTOR_CLASSES]
-    for kind in ("memory", *CUBE_CLASSES, *VECTOR_CLASSES):
-        lines.append(f"{kind} = {table_text(classes.table(kind))}")
+    for kind in ("memory", *CUBE_CLASSES, *VECTOR_CLASSES, *FLASH_CLASSES):
+        if getattr(classes, kind) is not None:
+            lines.append(f"{kind} = {table_text(classes.table(kind))}")
     for key, lo, hi, reason in labels:
         lines += ["", f'[estimates."{key}"]', f"range = [{lo:g}, {hi:g}]", f'reason = "{reason}"']
     lines.append(END)
@@ -346,23 +350,32 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     fitted = dataclasses.replace(base, kernel_classes=classes)
     texts = {base_path: with_block(base_path.read_text(), block_text(
         classes, "fitted on An et al. per-op times of " + ", ".join(f"{n} bs{b}" for n, b in sorted(FIT)) + " (hardware/calibration/data)", []))}
+    from hardware.calibration import flash_bench      # it builds on this module's table fitting
+
     gemm_lines: list[str] = []
+    flash_lines: list[str] = []
     for name in RATIO_PROFILES:
         path = PROFILE_DIR / f"{name}.toml"
         chip = datasheet(path)
         scaled, labels = ratio_estimates(classes, base, chip)
         measured = measured_rows(name)
         scaled, labels = with_measured_matmul(scaled, labels, chip, measured)
+        timings = flash_bench.measured_timings(name)
+        scaled, labels = flash_bench.with_flash_tables(scaled, labels, chip, timings)
         note = f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)"
         if measured:
             note += "; matmul from public GEMM timings on this chip (derive.with_measured_matmul)"
+        if timings:
+            note += "; flash_attention from public FlashAttentionScore timings (flash_bench.with_flash_tables)"
+        flash_lines += flash_bench.report(name, dataclasses.replace(chip, kernel_classes=scaled), timings)
         texts[path] = with_block(path.read_text(), block_text(scaled, note, labels))
         if measured:
             gemm_lines.append(error_line(f"{name} (fitted)", "matmul", measured,
                                          dataclasses.replace(chip, kernel_classes=scaled)))
     lines = [f"{len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {DATA.name}",
              *dtype_lines, *report(rows, fitted),
-             f"public GEMM timings ({GEMM_DATA.name}) against the chip's derived MatMul table:", *gemm_lines]
+             f"public GEMM timings ({GEMM_DATA.name}) against the chip's derived MatMul table:", *gemm_lines,
+             *flash_lines]
     return texts, lines
 
 

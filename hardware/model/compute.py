@@ -10,7 +10,10 @@ latency + bandwidth form: a tiny kernel costs its start-up, a large one its roof
 slowdown for Vector kernels whose innermost dimension is not whole 32-byte blocks; a profile
 without (the fitted `cpu` one) uses one Cube table by K and one memory table. Ops sharing a
 `fusion_group` become one kernel: their FLOPs add up, the tensors passed between them never
-touch memory, and they cost one launch. On a chip whose compiler folds dtype conversion into the
+touch memory, and they cost one launch. Ascend's fused attention kernels (FlashAttentionScore and its
+gradient) are costed by the chip's measured flash tables at the tile-equivalents of their FLOPs per
+core (`flash_efficiency`); their score tiles stay on chip, so they move only Q, K, V, O, the softmax
+statistics and the gradients. On a chip whose compiler folds dtype conversion into the
 neighbouring kernels (`precision.fuses_casts`, Ascend), the lowering pass (lowering.py) has already
 removed the Casts it folds; the Casts left are kernels.
 """
@@ -22,7 +25,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
+from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, gemm_class, op_class
 from hardware.model.opgraph import DTYPE_BYTES, Op
 from hardware.model.profile import EfficiencyTable, HardwareProfile
 
@@ -140,10 +143,34 @@ def padded_flops(batch: int, m: int, n: int, k: int, tile: int) -> int:
     return 2 * batch * math.prod(math.ceil(d / tile) * tile for d in (m, n, k))
 
 
+def flops_work(flops: float, profile: HardwareProfile) -> float:
+    """FLOPs as the Cube tiles per core they fill: flops / (2·tile³·cores), the index of the Cube tables
+    for a kernel whose GEMMs are many small on-chip tiles (fused attention) rather than one GEMM."""
+    tile = max(profile.cube.tile, 1)
+    return flops / (2 * tile**3 * max(profile.cube.cores, 1))
+
+
+def has_flash_kernel(profile: HardwareProfile) -> bool:
+    """Whether the profile can cost Ascend's fused attention (it has measured flash tables)."""
+    classes = profile.kernel_classes
+    return classes is not None and classes.flash_attention is not None and classes.flash_attention_grad is not None
+
+
+def flash_efficiency(op: Op, profile: HardwareProfile) -> float:
+    """A fused attention kernel's FLOPs over peak: the chip's flash table at its work per core."""
+    kind = op_class(op.type, op.unit)
+    if not has_flash_kernel(profile):
+        raise ValueError(f"{op.type} on {profile.name}: the profile has no {kind} table (the capability table "
+                         "refuses flash_attention there)")
+    return profile.kernel_classes.table(kind).at(flops_work(op.flops, profile))   # type: ignore[union-attr]
+
+
 def cube_efficiency(op: Op, profile: HardwareProfile) -> float:
     """Useful FLOPs over peak: the table's efficiency of the padded work (per class at the work per
     core where the profile has classes, else by the reduction length K: a short K cannot amortise
     writing each output tile back) times the useful share of the work the Cube runs."""
+    if op_class(op.type, op.unit) in FLASH_CLASSES:
+        return flash_efficiency(op, profile)
     batch, m, n, k = gemm_shape(op)
     tile = max(profile.cube.tile, 1)
     useful = min(1.0, op.flops / padded_flops(batch, m, n, k, tile)) if op.flops > 0 else 1.0
@@ -155,8 +182,11 @@ def cube_efficiency(op: Op, profile: HardwareProfile) -> float:
 
 def cube_class(op: Op) -> str:
     """The class of a Cube op: by its type, refined by its GEMM (opclass.gemm_class)."""
+    kind = op_class(op.type, "cube")
+    if kind in FLASH_CLASSES:
+        return kind
     _, m, n, k = gemm_shape(op)
-    return gemm_class(op_class(op.type, "cube"), m, n, k)
+    return gemm_class(kind, m, n, k)
 
 
 def traffic_table(kernel_class: str, profile: HardwareProfile) -> EfficiencyTable:
@@ -165,7 +195,7 @@ def traffic_table(kernel_class: str, profile: HardwareProfile) -> EfficiencyTabl
     classes = profile.kernel_classes
     if classes is None:
         return typing.cast(EfficiencyTable, profile.memory.efficiency)
-    return classes.memory if kernel_class in CUBE_CLASSES else classes.table(kernel_class)
+    return classes.memory if kernel_class in (*CUBE_CLASSES, *FLASH_CLASSES) else classes.table(kernel_class)
 
 
 def memory_seconds(nbytes: int, profile: HardwareProfile, kernel_class: str = "elementwise") -> float:

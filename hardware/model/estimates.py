@@ -15,7 +15,7 @@ from typing import Iterable
 from hardware.model.comm import level_groups
 from hardware.model.compute import Kernel
 from hardware.model.host_time import dispatch_key, pipeline_workers
-from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
+from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
 from hardware.model.pipeline_modes import tip_estimates_unread
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
@@ -30,7 +30,8 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
     ks = list(kernels)
     unused = set(LAUNCH_DISPATCH) - {f"launch.{dispatch_key(settings)}"}
     classes = {k.kernel_class for k in ks}
-    unused |= {f"kernel_classes.{c}" for c in (*CUBE_CLASSES, *VECTOR_CLASSES) if c not in classes}
+    unused |= {f"kernel_classes.{c}" for c in (*CUBE_CLASSES, *VECTOR_CLASSES, *FLASH_CLASSES)
+               if c not in classes}
     if not any(k.unit == "cube" for k in ks):
         unused.add("kernel_classes.memory")
     if settings.devices <= 1:

@@ -9,12 +9,17 @@ A MatMul whose reduction is longer than both sides of its output (a weight gradi
 sums over) is `matmul_long_k`, as a convolution's filter gradient has a class of its own: it has few
 output tiles, each accumulated over a long K, and in the Ascend 910 profile of BERT-base (An et al.)
 such GEMMs run at up to 0.65 of the Cube peak where forward GEMMs of the same work per core run at 0.27.
+
+Ascend's fused attention kernels (FlashAttentionScore and its gradient) are classes of their own: Cube GEMMs
+and Vector softmax on tiles that stay on chip, costed by the chip's measured flash tables (FLASH_CLASSES).
 """
 
 from __future__ import annotations
 
 CUBE_CLASSES = ("conv_forward", "conv_input_grad", "conv_filter_grad", "matmul", "matmul_long_k", "batch_matmul")
 VECTOR_CLASSES = ("elementwise", "reduction", "data_movement")
+FLASH_CLASSES = ("flash_attention", "flash_attention_grad")
+FLASH_KERNELS = {"FlashAttentionScore": "flash_attention", "FlashAttentionScoreGrad": "flash_attention_grad"}
 
 CONV_FORWARD = ("Conv2D", "Conv3D", "Conv2DCompress", "DepthwiseConv2dNative", "DepthwiseConv2D")
 CONV_INPUT_GRAD = ("Conv2DBackpropInput", "Conv3DBackpropInput", "Conv2DTranspose", "Conv3DTranspose",
@@ -47,7 +52,7 @@ DATA_MOVEMENT = (
 BY_TYPE = {**{t: "conv_forward" for t in CONV_FORWARD}, **{t: "conv_input_grad" for t in CONV_INPUT_GRAD},
            **{t: "conv_filter_grad" for t in CONV_FILTER_GRAD}, **{t: "matmul" for t in MATMUL},
            **{t: "batch_matmul" for t in BATCH_MATMUL}, **{t: "reduction" for t in REDUCTION},
-           **{t: "data_movement" for t in DATA_MOVEMENT}}
+           **{t: "data_movement" for t in DATA_MOVEMENT}, **FLASH_KERNELS}
 
 
 def members(op_type: str) -> tuple[str, ...]:
@@ -61,7 +66,7 @@ def op_class(op_type: str, unit: str | None = None) -> str:
     """The class of one kernel type; `unit` ("cube"/"vector", when known) breaks ties for names not listed:
     an unlisted Cube op counts as a MatMul, an unlisted Vector op as elementwise."""
     kinds = [BY_TYPE.get(name) for name in members(op_type)]
-    cube = [k for k in kinds if k in CUBE_CLASSES]
+    cube = [k for k in kinds if k in CUBE_CLASSES or k in FLASH_CLASSES]
     if cube:
         return cube[0]
     if unit == "cube":

@@ -100,7 +100,10 @@ class KernelClasses:
     Vector classes and `memory` (the traffic of Cube kernels) by the bytes a kernel moves, relative to
     the memory bandwidth. Every kernel costs `min_kernel_us` on the device before its roofline time,
     and a Vector kernel whose innermost dimension is not a whole number of 32-byte blocks (the unit
-    the DaVinci MTE and Unified Buffer move) takes `unaligned_<class>` times its aligned time."""
+    the DaVinci MTE and Unified Buffer move) takes `unaligned_<class>` times its aligned time. A chip
+    with Ascend's fused attention kernel has `flash_attention` (FlashAttentionScore) and
+    `flash_attention_grad` tables, indexed by the tile-equivalents of the kernel's FLOPs per core,
+    FLOPs / (2·16³·cores), relative to the Cube peak; a chip without them has no such kernel to cost."""
 
     min_kernel_us: float
     unaligned_elementwise: float
@@ -116,6 +119,8 @@ class KernelClasses:
     elementwise: EfficiencyTable
     reduction: EfficiencyTable
     data_movement: EfficiencyTable
+    flash_attention: EfficiencyTable | None = None
+    flash_attention_grad: EfficiencyTable | None = None
 
     def table(self, kernel_class: str) -> EfficiencyTable:
         return typing.cast(EfficiencyTable, getattr(self, kernel_class))

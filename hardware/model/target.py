@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from hardware.capabilities import Facts, refusal
 from hardware.mindspore.accuracy import ACCURACY_SEEDS
+from hardware.model.compute import has_flash_kernel
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
@@ -167,7 +168,8 @@ class ModelTarget:
         return Facts(ragged_last_batch=ragged, device_vision_ops=vision_ops, accuracy=self.accuracy,
                      profile_sinks=self.profile.launch.supports_sink, host_is_device=self.profile.host.shares_device,
                      marked_blocks=marked_blocks, usable_gib=self.profile.memory.usable_gib,
-                     fragmentation=self.profile.memory.fragmentation, llm_composition=llm)
+                     fragmentation=self.profile.memory.fragmentation, llm_composition=llm,
+                     flash_kernel=has_flash_kernel(self.profile))
 
     def supports(self, cell: Cell) -> str | None:
         if cell.scenario == "inference" and llm_composed(cell):

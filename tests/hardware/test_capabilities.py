@@ -17,6 +17,7 @@ from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_K
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
 from hardware.mindspore.parallel_plan import plan_parallel
+from hardware.model.compute import has_flash_kernel
 from hardware.model.graph import GRAPH_KNOBS, graph_key
 from hardware.model.host_cost import entry_key
 from hardware.model.predict import predict
@@ -81,7 +82,7 @@ def kind_facts(kind: str, accuracy: bool) -> Facts:
     profile = PROFILES[kind]
     return Facts(accuracy=accuracy, profile_sinks=profile.launch.supports_sink,
                  host_is_device=profile.host.shares_device, usable_gib=profile.memory.usable_gib,
-                 fragmentation=profile.memory.fragmentation)
+                 fragmentation=profile.memory.fragmentation, flash_kernel=has_flash_kernel(profile))
 
 
 def signature(s: Settings, kind: str, facts: Facts) -> dict:

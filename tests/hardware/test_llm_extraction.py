@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hardware.model.graph import direct_graph
-from hardware.model.llm.extraction import LlmGraphs, llm_costs, pass_cost, scale_vocab
+from hardware.model.llm.extraction import LlmGraphs, llm_costs, part_kernels, pass_cost, scale_vocab
 from hardware.model.profile import load_profile
 from msbench.settings import Settings
 
@@ -36,8 +36,8 @@ def test_ends_costs_split_between_the_first_and_last_stage():
     costs = llm_costs(graphs, SETTINGS, profile, vocab_shard=1024, tied=True, total_params=ends.param_count)
     assert per_token == 64                                       # GPT-2 tiny ties its table: d_model per entry
     assert costs.params.first == 1024 * 64 and costs.params.last == ends.param_count - 1024 * 64
-    assert costs.block == pass_cost(small, SETTINGS, profile)
-    whole = pass_cost(ends, SETTINGS, profile)
+    assert costs.block == pass_cost(part_kernels(small, SETTINGS, profile))
+    whole = pass_cost(part_kernels(ends, SETTINGS, profile))
     assert (costs.first.forward_s, costs.last.forward_s) == (0.0, whole.forward_s)
     assert costs.first.optimizer_s + costs.last.optimizer_s == pytest.approx(whole.optimizer_s)
     assert costs.first.optimizer_s > 0

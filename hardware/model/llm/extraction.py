@@ -16,8 +16,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from hardware.model.compute import kernels
+from hardware.model.compute import Kernel, kernels
+from hardware.model.estimates import estimates_used
 from hardware.model.llm.compose import PassCost
+from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
 from hardware.model.llm.parts import part_graph
 from hardware.model.lowering import lower
@@ -52,7 +54,8 @@ def scale_vocab(g1: OpGraph, g2: OpGraph, v1: int, v2: int, vocab: int) -> OpGra
 
 
 def extraction_settings(settings: Settings, micro_batch: int) -> Settings:
-    """One card's compile of one micro-batch: parallel layout and fused attention are the model's inputs."""
+    """One card's compile of one micro-batch: parallel layout and fused attention are the model's inputs (the
+    block is compiled with the plain attention core, which flash.py replaces by the fused kernels)."""
     return settings.replace(devices=1, tensor_parallel=1, pipeline_stages=1, micro_batches=1,
                             sequence_parallel=False, optimizer_shard=False, parallel_mode="data",
                             flash_attention=False, grad_accum=1, batch_size=micro_batch)
@@ -93,9 +96,18 @@ def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[
                      params_per_token=(large.param_count - small.param_count) // (v2 - v1))
 
 
-def pass_cost(graph: OpGraph, settings: Settings, profile: HardwareProfile) -> PassCost:
-    """Device seconds by phase of `graph` lowered for the profile's chip."""
-    phases = phase_seconds(kernels(lower(graph, settings, profile).ops, profile))
+def part_kernels(graph: OpGraph, settings: Settings, profile: HardwareProfile, fused_attention: bool = False
+                 ) -> list[Kernel]:
+    """The kernels of `graph` lowered for the profile's chip; with `fused_attention` its attention core first
+    becomes FlashAttentionScore + FlashAttentionScoreGrad (hardware/model/llm/flash.py)."""
+    if fused_attention:
+        graph = dataclasses.replace(graph, ops=fused_attention_ops(graph.ops, settings.recompute))
+    return kernels(lower(graph, settings, profile).ops, profile)
+
+
+def pass_cost(ks: list[Kernel]) -> PassCost:
+    """Device seconds by phase of a part's kernels."""
+    phases = phase_seconds(ks)
     return PassCost(forward_s=phases["forward"], backward_s=phases["backward"], recompute_s=phases["recompute"],
                     optimizer_s=phases["optimizer"])
 
@@ -106,6 +118,7 @@ class LlmCosts:
     first: PassCost       # embedding: its update only (its gather's time is in `last`, see below)
     last: PassCost        # the ends' forward/backward (the vocabulary head dominates them)
     params: StageParams
+    estimates: tuple[str, ...] = ()      # the profile's estimate constants these kernels read
 
 
 def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, vocab_shard: int, tied: bool,
@@ -113,8 +126,13 @@ def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, v
     """Block and ends costs. The ends are not split by scope: their compute goes on the last stage (the
     head and loss dominate it) and only the token table's update on the first. A tied table (GPT-3) is
     counted on the first stage."""
-    block = pass_cost(graphs.block, settings, profile)
-    ends = pass_cost(graphs.ends, settings, profile)
+    block_kernels = part_kernels(graphs.block, settings, profile, fused_attention=settings.flash_attention)
+    ends_kernels = part_kernels(graphs.ends, settings, profile)
+    block, ends = pass_cost(block_kernels), pass_cost(ends_kernels)
+    # The composition costs no host side (its refusals keep the data pipeline at its defaults) and no launches
+    # (a sunk graph's device time): neither's estimates are read.
+    estimates = tuple(e["key"] for e in estimates_used([*block_kernels, *ends_kernels], settings, profile,
+                                                       data_s=0.0, transfer_s=0.0) if not e["key"].startswith("launch."))
     end_params = graphs.ends.param_count
     table = graphs.params_per_token * vocab_shard // (1 if tied else 2)
     first_params = min(table, end_params)
@@ -123,4 +141,5 @@ def llm_costs(graphs: LlmGraphs, settings: Settings, profile: HardwareProfile, v
     last = dataclasses.replace(ends, optimizer_s=ends.optimizer_s * (1 - share))
     return LlmCosts(block=block, first=first, last=last,
                     params=StageParams(layer=graphs.block.param_count, first=first_params,
-                                       last=end_params - first_params, total=total_params))
+                                       last=end_params - first_params, total=total_params),
+                    estimates=estimates)

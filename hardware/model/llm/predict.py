@@ -45,7 +45,8 @@ def parallel_layout(settings: Settings, preset: Any) -> Parallel:
                     recompute=settings.recompute, flash_attention=settings.flash_attention)
 
 
-def step_prediction(step: LlmStep, par: Parallel, profile: HardwareProfile) -> Prediction:
+def step_prediction(step: LlmStep, par: Parallel, profile: HardwareProfile, estimates: tuple[str, ...] = ()
+                    ) -> Prediction:
     samples = par.micro_batches * par.micro_batch * par.dp
     throughput = samples / step.step_time_s if step.step_time_s > 0 else 0.0
     comm = sum(step.breakdown[k] for k in COMM_PARTS)
@@ -61,7 +62,7 @@ def step_prediction(step: LlmStep, par: Parallel, profile: HardwareProfile) -> P
                           "model_flops_per_token": step.model_flops_per_token,
                           "bubble_fraction": step.bubble_fraction, "peak_tflops": peak,
                           "profile": profile.name, "profile_hash": profile.digest,
-                          "composition": "llm blocks (hardware/model/llm)"}))
+                          "composition": "llm blocks (hardware/model/llm)", "estimates": list(estimates)}))
 
 
 def predict_llm(graphs: LlmGraphs, preset: Any, settings: Settings, profile: HardwareProfile,
@@ -69,7 +70,7 @@ def predict_llm(graphs: LlmGraphs, preset: Any, settings: Settings, profile: Har
     shape, par = decoder_shape(preset), parallel_layout(settings, preset)
     costs = llm_costs(graphs, settings, profile, vocab_shard(shape.vocab, par.tp), preset.tied, total_params)
     step = compose(shape, par, costs.block, costs.first, costs.last, costs.params, profile)
-    return step_prediction(step, par, profile)
+    return step_prediction(step, par, profile, costs.estimates)
 
 
 def predict_llm_cell(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings,
