@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hardware.capabilities import graph_knobs
 from msbench.cache import cache_dir, cache_get, cached, content_key, source_hash
@@ -31,6 +33,10 @@ SCHEMA = 1                       # bump when the OpGraph layout changes (parser 
 # do not: the graph is always compiled the same way and fusion is applied by `fusion.py`; devices by `comm.py`).
 GRAPH_KNOBS = graph_knobs()
 EXTRACT_TIMEOUT_S = 600.0
+# Compile children of this process at once, whatever the number of cells running: a compile is single-threaded
+# enough that one per core keeps the host busy, and a large LLM part's child holds several GB while it runs.
+COMPILE_CHILDREN = max(1, min(2, os.cpu_count() or 1))
+COMPILE_SLOTS = threading.BoundedSemaphore(COMPILE_CHILDREN)
 # Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
 PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py",
                                                                          "cpu_optimizers.py"))
@@ -102,10 +108,8 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
         if len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1] else []
     batches = [dataclasses.replace(settings, batch_size=b) for b in REFERENCE_BATCHES] \
         if micro > REFERENCE_BATCHES[-1] else [settings]
-    # The small compiles are independent child processes: two at a time (each is single-threaded enough).
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(lambda job: direct_graph(workload, preset, *job, compile_missing=compile_missing),
-                      [(o, s) for o in depths or [overrides] for s in batches]))
+    compile_concurrently([functools.partial(direct_graph, workload, preset, o, s, compile_missing)
+                          for o in depths or [overrides] for s in batches])
     if depths:
         shallow = [batch_graph(workload, preset, o, settings, micro, compile_missing) for o in depths]
         graph = scale_depth(*shallow, max(stacks.values()))
@@ -212,10 +216,17 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
     return sum(op["flops"] for op in result["ops"] if op["unit"] == "cube")
 
 
+def compile_concurrently(jobs: Iterable[Callable[[], Any]]) -> list[Any]:
+    """Run independent cached compiles (each a `cached` lookup that may start a child) side by side, so that
+    one cell's cold graphs use the host's cores; `COMPILE_SLOTS` bounds the children across all cells."""
+    with ThreadPoolExecutor(max_workers=COMPILE_CHILDREN) as pool:
+        return list(pool.map(lambda job: job(), jobs))
+
+
 def run_extract(request: dict[str, Any], timeout: float = EXTRACT_TIMEOUT_S) -> dict[str, Any]:
     """Compile and parse in `python -m hardware.model.extract` (clean IR environment, scratch cwd)."""
     try:
-        with shared_host():                          # compile-only: may overlap other children, not a probe
+        with COMPILE_SLOTS, shared_host():           # compile-only: may overlap other children, not a probe
             return run_child("hardware.model.extract", request, timeout)
     except ChildError as err:
         raise ExtractionError(f"graph extraction {err}") from err

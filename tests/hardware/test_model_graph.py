@@ -150,3 +150,49 @@ def test_bad_preset_is_a_config_error_before_any_compile(private_cache, monkeypa
         extract_graph(WORKLOAD, "huge", {}, Settings())
     with pytest.raises(ConfigError, match="widht"):
         extract_graph(WORKLOAD, PRESET, {"widht": 8}, Settings())
+
+
+def test_extraction_child_draws_no_random_parameter_values(monkeypatch):
+    """The compile-only child fills every initializer with zeros (values never reach the kernel graph; drawing
+    them was most of a large LLM block's extraction). Checked on MindSpore's own initializers, restored after."""
+    import numpy as np
+    import mindspore as ms
+    from mindspore import nn
+    from mindspore.common import initializer
+    from mindspore.common.initializer import Normal, TruncatedNormal, XavierUniform, initializer as make
+
+    from hardware.model.extract import zero_filled_initializers
+
+    for name in ("_random_normal", "_random_uniform", "_truncated_normal"):
+        monkeypatch.setattr(initializer, name, getattr(initializer, name))   # restored at teardown
+    drawn = ms.Parameter(make(Normal(0.02), [32, 32], ms.float32), name="drawn").asnumpy()
+    assert np.count_nonzero(drawn) > 0
+    zero_filled_initializers()
+    for init in (Normal(0.02), TruncatedNormal(0.02), XavierUniform()):
+        assert not np.any(ms.Parameter(make(init, [32, 32], ms.float32), name="p").asnumpy())
+    assert not np.any(nn.Dense(16, 8).weight.asnumpy())          # HeUniform, Dense's default
+
+
+def test_compile_children_are_bounded_across_cells(monkeypatch):
+    """However many cells compile at once, at most COMPILE_CHILDREN extraction children run together."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    running, peak, guard = [0], [0], threading.Lock()
+
+    def fake_child(module, request, timeout):
+        with guard:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        with guard:
+            running[0] -= 1
+        return {"n": request["n"]}
+
+    monkeypatch.setattr(graph_mod, "run_child", fake_child)
+    with ThreadPoolExecutor(max_workers=4) as cells:       # four cells, each compiling its graphs side by side
+        results = list(cells.map(lambda c: graph_mod.compile_concurrently(
+            [lambda n=n: graph_mod.run_extract({"n": n}) for n in range(3 * c, 3 * c + 3)]), range(4)))
+    assert [r["n"] for cell in results for r in cell] == list(range(12))
+    assert peak[0] == graph_mod.COMPILE_CHILDREN

@@ -13,11 +13,13 @@ and seq_len are compiled as they are). Each compile is cached.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from hardware.model.compute import Kernel, kernels
 from hardware.model.estimates import estimates_used
+from hardware.model.graph import compile_concurrently
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
@@ -84,11 +86,17 @@ def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[
     def block(b: int) -> OpGraph:
         return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", tp, b)
 
-    def ends(vocab: int) -> OpGraph:          # no block to recompute in the ends: one compile for every recompute
-        return at_batch(lambda b: part_graph(workload, preset_name, overrides,
-                                             extraction_settings(settings, b).replace(recompute="none"), "ends", 1,
-                                             b, vocab), micro_batch)
+    def ends_at(vocab: int, b: int) -> OpGraph:   # no block to recompute in the ends: one compile for every recompute
+        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b).replace(recompute="none"),
+                          "ends", 1, b, vocab)
 
+    def ends(vocab: int) -> OpGraph:
+        return at_batch(functools.partial(ends_at, vocab), micro_batch)
+
+    # The cold compiles this cell needs are independent: side by side first, then composed from the cache.
+    batches = REFERENCE_BATCHES if micro_batch > REFERENCE_BATCHES[-1] else (micro_batch,)
+    compile_concurrently([functools.partial(block, b) for b in batches]
+                         + [functools.partial(ends_at, v, b) for v in (v1, v2) for b in batches])
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)
     scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)
