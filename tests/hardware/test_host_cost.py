@@ -180,10 +180,12 @@ def python_loop(n):
 
 
 def test_gil_replay_tells_bytecode_from_gil_free_work():
-    """Pure bytecode holds the GIL (two threads take twice as long); a sleep releases it."""
+    """Pure bytecode holds the GIL (two threads take up to twice as long); a sleep releases it. The line
+    between them is 0.3: beside a running test suite on this 2-core host, bytecode came out 0.53-1.0
+    (quiet: about 1) and sleeps 0.0, so a threshold near 1 would test the host's load, not the replay."""
     held = gil_replay([(python_loop, (20_000,))] * 4)
     free = gil_replay([(time.sleep, (0.005,))] * 4)
-    assert held["gil_fraction"] > 0.6 > 0.3 > free["gil_fraction"]
+    assert held["gil_fraction"] > 0.3 > free["gil_fraction"]
     assert gil_replay([])["gil_fraction"] == 0.0
 
 
