@@ -31,6 +31,12 @@ from hardware.model.opgraph import Op, OpGraph, TensorSpec
 REFERENCE_BATCHES = (2, 4)       # small, and not 1: at batch 1 MindSpore may squeeze the batch axis away
 
 
+def compile_batches(micro_batch: int) -> tuple[int, ...]:
+    """The batches to compile for a graph at `micro_batch`: the two references above them (it is scaled
+    from those), else the micro-batch itself."""
+    return REFERENCE_BATCHES if micro_batch > REFERENCE_BATCHES[-1] else (micro_batch,)
+
+
 def affine(v1: int, v2: int, b1: int, b2: int, b: int) -> int | None:
     """The integer on the line through (b1, v1) and (b2, v2) at b, or None if it is not an integer."""
     step, rest = divmod((v2 - v1) * (b - b1), b2 - b1)

@@ -28,7 +28,7 @@ from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
-from hardware.model.scaling import REFERENCE_BATCHES, affine, scale_batch, scale_op
+from hardware.model.scaling import REFERENCE_BATCHES, affine, compile_batches, scale_batch, scale_op
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
@@ -94,7 +94,7 @@ def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[
         return at_batch(functools.partial(ends_at, vocab), micro_batch)
 
     # The cold compiles this cell needs are independent: side by side first, then composed from the cache.
-    batches = REFERENCE_BATCHES if micro_batch > REFERENCE_BATCHES[-1] else (micro_batch,)
+    batches = compile_batches(micro_batch)
     compile_concurrently([functools.partial(block, b) for b in batches]
                          + [functools.partial(ends_at, v, b) for v in (v1, v2) for b in batches])
     small, large = ends(v1), ends(v2)
