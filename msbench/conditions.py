@@ -2,9 +2,13 @@
 
 Real CPU runs here differ about 2x between a loaded and a quiet machine, so a measured record keeps
 the load average before and after each measured process and the CPU time spent by everything on the
-machine during it (from /proc/stat: busy and steal), split into this run's own children (getrusage)
-and the others. Readers (`compare`, `report`, the cpu-profile fitter) ask `mismatch()` before they
-put two measurements side by side; `msbench run --wait-quiet` waits on `busy_fraction()`.
+machine during it (from /proc/stat: busy and steal), split into this run's own (this process and its
+measured children, getrusage) and the others'. The others' share is what decides: the load average is
+kept for reading, never for the rule, because it is a one-minute decayed average that still holds the
+previous cell's own threads (1.6-3.7 on 2 cores between the cells of a quiet back-to-back run).
+Readers (`compare`, `report`, the cpu-profile fitter) ask `mismatch()` before they put two
+measurements side by side, and the fitter asks `not_quiet()` of every cell; `msbench run --wait-quiet`
+waits on `busy_fraction()`.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-# The comparability rule: flag two measurements when one ran on an overloaded machine (load average
-# above the core count, or more than STEAL_LIMIT of the CPU stolen by the hypervisor) and the other
-# did not, or when their others' load differs by more than LOAD_RATIO (loads below LOAD_FLOOR cores
-# count as LOAD_FLOOR, so 0.1 vs 0.3 on an idle machine is no difference).
+# The comparability rule: flag two measurements when one ran on an overloaded machine (others kept more
+# than OVERLOAD_SHARE of all cores busy during it, or more than STEAL_LIMIT of the CPU was stolen by
+# the hypervisor; for old records without the others' share, a load average above the core count)
+# and the other did not, or when their others' load differs by more than LOAD_RATIO (loads below
+# LOAD_FLOOR cores count as LOAD_FLOOR, so 0.1 vs 0.3 on an idle machine is no difference).
 LOAD_RATIO = 2.0
 LOAD_FLOOR = 0.5
+OVERLOAD_SHARE = 0.5
 STEAL_LIMIT = 0.10
-# `--wait-quiet`: quiet = the others keep less than this fraction of all cores busy over a sample.
+# Quiet (`--wait-quiet`, and every cell a fit reads): the others keep less than this fraction of all
+# cores busy (over a sample before a cell; over the cell itself in its record).
 QUIET_BUSY = 0.25
 QUIET_SAMPLE_S = 2.0
 
@@ -61,10 +68,14 @@ def loadavg() -> list[float] | None:
         return None
 
 
-def children_cpu_s() -> float:
-    """CPU seconds of this process's finished children (the measured workers)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def own_cpu_s() -> float:
+    """CPU seconds of this process and of its finished, waited-for children (the measured workers and
+    theirs): the run's own share of what /proc/stat counts."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 class ConditionsProbe:
@@ -73,7 +84,7 @@ class ConditionsProbe:
     def __enter__(self) -> "ConditionsProbe":
         self.load_before = loadavg()
         self.cpu_before = read_cpu_times()
-        self.own_before = children_cpu_s()
+        self.own_before = own_cpu_s()
         self.t0 = time.monotonic()
         self.result: dict[str, Any] = {}
         return self
@@ -86,33 +97,51 @@ class ConditionsProbe:
         if self.cpu_before and cpu_after and cpu_after.total > self.cpu_before.total:
             ticks = cpu_after.total - self.cpu_before.total
             busy = (cpu_after.busy - self.cpu_before.busy) / ticks
-            own = (children_cpu_s() - self.own_before) / (elapsed * cores()) if elapsed > 0 else 0.0
+            own = (own_cpu_s() - self.own_before) / (elapsed * cores()) if elapsed > 0 else 0.0
             result.update(busy_during=round(busy, 4), steal_during=round((cpu_after.steal - self.cpu_before.steal)
                                                                          / ticks, 4),
                           own_during=round(min(own, busy), 4), others_during=round(max(0.0, busy - own), 4))
         self.result = result
 
 
+def measured_others(cond: Mapping[str, Any]) -> bool:
+    """Whether the record measured the others' CPU share during the cell (not only load averages)."""
+    return cond.get("others_during") is not None
+
+
 def others_load(cond: Mapping[str, Any]) -> float | None:
-    """Cores kept busy by others: the larger of the load average before the cell and the others' CPU
-    share during it (the load average after includes the measured process itself)."""
-    values = []
+    """Cores kept busy by other processes during the cell: the others' CPU share × cores where the
+    record measured it; the load average before the cell only for records without it."""
+    n = int(cond.get("cores") or cores())
+    if measured_others(cond):
+        return float(cond["others_during"]) * n
     if cond.get("load_before"):
-        values.append(float(cond["load_before"][0]))
-    if cond.get("others_during") is not None:
-        values.append(float(cond["others_during"]) * int(cond.get("cores") or cores()))
-    return max(values) if values else None
+        return float(cond["load_before"][0])
+    return None
 
 
 def overloaded(cond: Mapping[str, Any]) -> str | None:
     """Why a measurement ran on an overloaded machine, or None."""
     load, n = others_load(cond), int(cond.get("cores") or cores())
-    if load is not None and load > n:
+    if load is not None and measured_others(cond) and load > OVERLOAD_SHARE * n:
+        return f"others kept {load:.2f} of {n} cores busy (> {OVERLOAD_SHARE:.0%})"
+    if load is not None and not measured_others(cond) and load > n:
         return f"load {load:.2f} > {n} cores"
     steal = cond.get("steal_during")
     if steal is not None and steal > STEAL_LIMIT:
         return f"CPU steal {steal:.0%} > {STEAL_LIMIT:.0%}"
     return None
+
+
+def not_quiet(cond: Mapping[str, Any] | None) -> str | None:
+    """Why a measurement was not taken on a quiet machine (what a fit requires of every cell), or None."""
+    if not cond or not measured_others(cond):
+        return "the others' CPU share during it was not measured"
+    n = int(cond.get("cores") or cores())
+    load = others_load(cond)
+    if load is not None and load >= QUIET_BUSY * n:
+        return f"others kept {load:.2f} of {n} cores busy (quiet below {QUIET_BUSY * n:.2f})"
+    return overloaded(cond)
 
 
 def mismatch(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> str | None:

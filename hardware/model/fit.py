@@ -146,18 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pathlib import Path
 
     from hardware.model.validate import fit_cases, measured_records
-    from msbench.conditions import mixed, of_record
+    from msbench.conditions import mixed, not_quiet, of_record
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print("usage: python -m hardware.model.fit RUN.jsonl", file=sys.stderr)
         return 2
-    # Fitting one set of constants to cells measured on a quiet and on a loaded machine would average
-    # two machines (steps here are ~2x slower loaded): refuse, and say which cells differ.
-    why = mixed([(f"{r.cell.workload} {r.cell.label}", of_record(r)) for r in measured_records(Path(args[0]))])
+    # Constants fitted to a loaded machine absorb its time-slicing (steps here are ~2x slower loaded),
+    # and fitting to a mix averages two machines: refuse both, and say which cell and why.
+    labelled = [(f"{r.cell.workload} {r.cell.label}", of_record(r)) for r in measured_records(Path(args[0]))]
+    loaded = [(label, why) for label, why in ((label, not_quiet(cond)) for label, cond in labelled) if why]
+    why = mixed(labelled) or (f"{len(loaded)} of {len(labelled)} cells were not measured on a quiet machine, "
+                              f"first {loaded[0][0]}: {loaded[0][1]}" if loaded else None)
     if why:
-        print(f"fit: error: the run's cells were measured under very different machine conditions ({why}); "
-              "re-measure them with `msbench run --wait-quiet SECONDS`", file=sys.stderr)
+        print(f"fit: error: the run's cells were not measured under quiet, comparable machine conditions ({why}); "
+              "re-measure them with `msbench run --wait-quiet SECONDS` on a quiet machine", file=sys.stderr)
         return 2
     base = load_profile("cpu")
     cases = fit_cases(args[0], "cpu")

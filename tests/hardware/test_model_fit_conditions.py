@@ -9,13 +9,37 @@ from msbench.settings import Settings
 from msbench.store import RunStore
 
 
+def record(store, seed, others, load=0.1):
+    cell = Cell(workload="resnet50", preset="tiny", settings=Settings(seed=seed), label=f"seed={seed}",
+                target="mindspore:cpu")
+    store.append(Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, extra={"conditions": {
+        "cores": 2, "load_before": [load, load, load], "others_during": others}})))
+
+
 def test_fit_refuses_mixed_conditions(tmp_path, capsys):
     store = RunStore(tmp_path / "run.jsonl")
-    for seed, load in ((1, 0.1), (2, 5.0)):
+    record(store, 1, 0.0)
+    record(store, 2, 0.9)
+    assert main([str(store.path)]) == 2
+    err = capsys.readouterr().err
+    assert "resnet50 seed=2 against resnet50 seed=1: one ran overloaded (others kept 1.80 of 2 cores busy" in err
+
+
+def test_fit_refuses_a_run_taken_under_load_even_when_uniform(tmp_path, capsys):
+    store = RunStore(tmp_path / "run.jsonl")
+    record(store, 1, 0.3)
+    record(store, 2, 0.35)
+    assert main([str(store.path)]) == 2
+    assert "2 of 2 cells were not measured on a quiet machine, first resnet50 seed=1: others kept 0.60" \
+        in capsys.readouterr().err
+
+
+def test_fit_refuses_records_without_the_others_share(tmp_path, capsys):
+    store = RunStore(tmp_path / "run.jsonl")
+    for seed in (1, 2):
         cell = Cell(workload="resnet50", preset="tiny", settings=Settings(seed=seed), label=f"seed={seed}",
                     target="mindspore:cpu")
         store.append(Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, extra={"conditions": {
-            "cores": 2, "load_before": [load, load, load], "others_during": 0.0}})))
+            "cores": 2, "load_before": [0.1, 0.1, 0.1]}})))
     assert main([str(store.path)]) == 2
-    err = capsys.readouterr().err
-    assert "resnet50 seed=2 against resnet50 seed=1: one ran overloaded (load 5.00 > 2 cores)" in err
+    assert "the others' CPU share during it was not measured" in capsys.readouterr().err

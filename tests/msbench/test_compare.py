@@ -262,4 +262,4 @@ def test_timings_under_very_different_conditions_are_not_called_regressions(tmp_
     assert rows["throughput"]["flag"] == "conditions differ" and "overloaded" in rows["throughput"]["note"]
     assert rows["accuracy_delta"]["flag"] == "regression" and code == 1     # numerics do not depend on load
     _, out, _ = run_compare(capsys, A[:8], B[:8], "--results", str(tmp_path / "runs"))
-    assert "conditions differ: one ran overloaded (load 3.50 > 2 cores)" in out
+    assert "conditions differ: one ran overloaded (others kept 1.80 of 2 cores busy (> 50%))" in out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from msbench.conditions import (ConditionsProbe, mismatch, others_load, overloaded, read_cpu_times, summarize,
-                                wait_quiet)
+from msbench.conditions import (ConditionsProbe, mismatch, not_quiet, others_load, overloaded, read_cpu_times,
+                                summarize, wait_quiet)
 
 
 def test_read_cpu_times_parses_proc_stat(tmp_path):
@@ -26,18 +26,43 @@ def test_probe_records_load_and_cpu_shares():
 
 
 def test_mismatch_rule():
-    quiet = {"cores": 2, "load_before": [0.2, 0.2, 0.2], "others_during": 0.05, "steal_during": 0.0}
-    idle_too = {"cores": 2, "load_before": [0.4, 0.2, 0.2], "others_during": 0.1, "steal_during": 0.0}
-    busy = {"cores": 2, "load_before": [1.8, 1.0, 1.0], "others_during": 0.8, "steal_during": 0.0}
-    overload = {"cores": 2, "load_before": [5.0, 4.0, 4.0], "others_during": 0.9, "steal_during": 0.0}
+    # 4 cores: on 2, others busy enough to differ by 2x from a quiet cell already count as overloaded
+    quiet = {"cores": 4, "load_before": [0.2, 0.2, 0.2], "others_during": 0.05, "steal_during": 0.0}
+    idle_too = {"cores": 4, "load_before": [0.4, 0.2, 0.2], "others_during": 0.1, "steal_during": 0.0}
+    busy = {"cores": 4, "load_before": [1.8, 1.0, 1.0], "others_during": 0.4, "steal_during": 0.0}
+    overload = {"cores": 4, "load_before": [5.0, 4.0, 4.0], "others_during": 0.9, "steal_during": 0.0}
     stolen = {**quiet, "steal_during": 0.3}
-    assert others_load(busy) == 1.8 and overloaded(overload) == "load 5.00 > 2 cores"
+    assert others_load(busy) == 1.6 and overloaded(overload) == "others kept 3.60 of 4 cores busy (> 50%)"
     assert mismatch(quiet, idle_too) is None                 # both below the floor: no difference
     assert "ratio" in mismatch(quiet, busy)
     assert "overloaded" in mismatch(busy, overload)
     assert "steal" in mismatch(quiet, stolen)
-    assert mismatch(overload, {**overload, "load_before": [6.0, 5, 5]}) is None
+    assert mismatch(overload, {**overload, "others_during": 0.95}) is None
     assert mismatch(None, busy) is None                      # an old record without conditions: unknown
+
+
+def test_the_load_average_does_not_count_as_others_where_their_share_was_measured():
+    """Back to back on 2 cores, the previous cell's own threads keep the one-minute load average at
+    1.6-3.7 while nothing else runs: the measured others' share decides, the load average does not."""
+    after_a_cell = {"cores": 2, "load_before": [3.7, 2.0, 1.0], "others_during": 0.02, "steal_during": 0.0}
+    assert others_load(after_a_cell) == 0.04 and overloaded(after_a_cell) is None
+    assert not_quiet(after_a_cell) is None
+    assert mismatch(after_a_cell, {**after_a_cell, "load_before": [0.1, 0.1, 0.1]}) is None
+    old_record = {"cores": 2, "load_before": [3.7, 2.0, 1.0]}       # made before the share was kept
+    assert others_load(old_record) == 3.7 and overloaded(old_record) == "load 3.70 > 2 cores"
+    assert not_quiet(old_record) == "the others' CPU share during it was not measured"
+    assert not_quiet({**after_a_cell, "others_during": 0.3}) == "others kept 0.60 of 2 cores busy (quiet below 0.50)"
+    assert "steal" in not_quiet({**after_a_cell, "steal_during": 0.3})
+
+
+def test_probe_counts_its_own_children_as_its_own():
+    import subprocess
+    import sys
+    with ConditionsProbe() as probe:
+        subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    r = probe.result
+    if "busy_during" in r:
+        assert r["own_during"] > 0 and r["others_during"] <= r["busy_during"]
 
 
 def test_summarize_keeps_the_worst():

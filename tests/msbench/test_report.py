@@ -180,5 +180,5 @@ def test_measured_conditions_are_tabled_and_mixed_ones_flagged():
     table, why = conditions_table([rec("base", 0.2, 0.05), rec("x", 0.3, 0.1), model])
     assert len(table) == 2 and why is None and set(table["overloaded"]) == {""}
     table, why = conditions_table([rec("base", 0.2, 0.05), rec("xyz", 4.0, 0.9)])
-    assert "resnet50 xyz against resnet50 base: one ran overloaded (load 4.00 > 2 cores)" in why
-    assert table.loc[1, "overloaded"] == "load 4.00 > 2 cores"
+    assert "resnet50 xyz against resnet50 base: one ran overloaded (others kept 1.80 of 2 cores busy (> 50%))" in why
+    assert table.loc[1, "overloaded"] == "others kept 1.80 of 2 cores busy (> 50%)"
