@@ -7,6 +7,7 @@ matrix expansion, reports and `msbench list` never pay for it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 import typing
 from abc import ABC, abstractmethod
@@ -37,15 +38,29 @@ class Preset:
 
 
 def load_presets(path: Path, workload: str, preset_cls: type[Preset]) -> dict[str, Preset]:
-    """Read `[<workload>.<preset>]` tables from a family's presets.toml (presets are data)."""
+    """Read `[<workload>.<preset>]` tables from a family's presets.toml (presets are data). Parsed once
+    per version of the file: every prediction reads its cell's preset several times."""
+    stat = path.stat()
+    return dict(parsed_presets(path, stat.st_mtime_ns, stat.st_size, workload, preset_cls))
+
+
+@functools.lru_cache(maxsize=256)
+def parsed_presets(path: Path, mtime_ns: int, size: int, workload: str,
+                   preset_cls: type[Preset]) -> dict[str, Preset]:
     with open(path, "rb") as fh:
         tables = tomllib.load(fh).get(workload, {})
     return {name: make_preset(preset_cls, {"name": name, **values}, f"{path.name}:{workload}.{name}")
             for name, values in tables.items()}
 
 
+@functools.cache
+def preset_fields(preset_cls: type[Preset]) -> dict[str, Any]:
+    """A preset class's fields and their types (resolving the annotations is the slow part of a preset)."""
+    return typing.get_type_hints(preset_cls)
+
+
 def make_preset(preset_cls: type[Preset], values: Mapping[str, Any], where: str) -> Preset:
-    known = typing.get_type_hints(preset_cls)
+    known = preset_fields(preset_cls)
     values = dict(values)
     for key, value in values.items():
         if key not in known:

@@ -20,6 +20,7 @@ removed the Casts it folds; the Casts left are kernels.
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
 from dataclasses import dataclass
@@ -301,6 +302,26 @@ def group_ops(ops: Iterable[Op]) -> list[list[Op]]:
     return groups
 
 
+KERNEL_MEMO_LIMIT = 200_000      # costed kernels kept per profile (a few hundred MB at most)
+
+
+@functools.lru_cache(maxsize=4)
+def costed_kernels(profile: HardwareProfile) -> dict[tuple[Op, ...], Kernel]:
+    """The kernels already costed on this profile, by their member ops. Costing is pure, and a matrix
+    predicts the same graphs under many settings, so most of a warm cell's kernels were costed before."""
+    return {}
+
+
 def kernels(ops: Iterable[Op], profile: HardwareProfile) -> list[Kernel]:
     """One Kernel per launched kernel (the ops are the device's: `lowering.lower` for an NPU)."""
-    return [make_kernel(group, profile) for group in group_ops(ops)]
+    memo = costed_kernels(profile)
+    if len(memo) > KERNEL_MEMO_LIMIT:
+        memo.clear()
+    out = []
+    for group in group_ops(ops):
+        key = tuple(group)
+        kernel = memo.get(key)
+        if kernel is None:
+            kernel = memo[key] = make_kernel(group, profile)
+        out.append(kernel)
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 DTYPE_BYTES = {"Float32": 4, "Float16": 2, "BFloat16": 2, "Float64": 8, "Int32": 4, "Int64": 8,
@@ -19,11 +20,13 @@ class TensorSpec:
     dtype: str               # MindSpore IR spelling: Float32, Float16, Int32, ...
     shape: tuple[int, ...]
 
-    @property
+    # Cached per tensor (outside the dataclass fields, so never in to_dict): the device model reads each
+    # several times per kernel, for every kernel of every cell.
+    @cached_property
     def elements(self) -> int:
         return math.prod(self.shape) if self.shape else 1
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         return self.elements * DTYPE_BYTES.get(self.dtype, 4)
 
