@@ -43,3 +43,10 @@ def test_fit_refuses_records_without_the_others_share(tmp_path, capsys):
             "cores": 2, "load_before": [0.1, 0.1, 0.1]}})))
     assert main([str(store.path)]) == 2
     assert "the others' CPU share during it was not measured" in capsys.readouterr().err
+
+
+def test_accepting_the_conditions_needs_a_reason_and_says_what_was_accepted(tmp_path, capsys):
+    store = RunStore(tmp_path / "run.jsonl")
+    record(store, 1, 0.3)
+    assert main([str(store.path), "--accept-conditions", " "]) == 2          # no reason: refused, usage
+    assert "usage" in capsys.readouterr().err

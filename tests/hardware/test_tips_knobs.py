@@ -99,8 +99,10 @@ def test_somas_shrinks_the_fragmentation_and_the_cap_is_the_oom_threshold():
     assert unpacked.memory["fragmentation"] == pytest.approx(base.memory["fragmentation"], abs=1)   # the range's top: no gain
     capped = run(max_device_memory=0.001)
     assert capped.memory_capacity_bytes == int(0.001 * 2**30) and capped.oom and not base.oom
-    assert "no fragmentation" in refusal(make_settings({"memory_optimize_level": "O1"}), "model:cpu",
-                                         Facts(fragmentation=CPU.memory.fragmentation))
+    assert "no fragmentation" in refusal(make_settings({"memory_optimize_level": "O1"}), "model:npu",
+                                         Facts(fragmentation=0.0))
+    assert "1978 vs 1824" in refusal(make_settings({"memory_optimize_level": "O1"}), "model:cpu",
+                                     Facts(fragmentation=CPU.memory.fragmentation, host_is_device=CPU.host.shares_device))
     assert "either way" in refusal(make_settings({"max_device_memory": 64.0}), "model:npu",
                                    Facts(usable_gib=NPU.memory.usable_gib))
     assert "does not enforce" in refusal(make_settings({"max_device_memory": 8.0}), "mindspore:cpu", Facts())
