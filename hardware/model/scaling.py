@@ -83,7 +83,8 @@ def scale_batch(g1: OpGraph, g2: OpGraph, batch: int) -> OpGraph | None:
     kept = scale_kept(g1.meta, g2.meta, b1, b2, batch)
     if None in ops or activation is None or kept is None:
         return None
-    meta = recount({**g1.meta, "scaled_from_batches": [b1, b2], "kept_activations": kept}, ops)  # type: ignore[arg-type]
+    meta = recount({**scale_casts(g1.meta, g2.meta, b1, b2, batch), "scaled_from_batches": [b1, b2],
+                    "kept_activations": kept}, ops)  # type: ignore[arg-type]
     return dataclasses.replace(g1, batch_size=batch, ops=tuple(ops), activation_bytes=activation,  # type: ignore[arg-type]
                                meta=meta)
 
@@ -101,6 +102,19 @@ def scale_kept(m1: dict[str, Any], m2: dict[str, Any], x1: int, x2: int, x: int)
         if None in values:
             return None
         out.append([*e1[:3], *values])
+    return out
+
+
+def scale_casts(m1: dict[str, Any], m2: dict[str, Any], x1: int, x2: int, x: int) -> dict[str, Any]:
+    """`m1` with the extraction's tally of backend Casts (`backend_casts`, per phase: count and bytes; for
+    reading, no prediction uses it) at `x`, or without it where the two tallies do not line up."""
+    c1, c2 = m1.get("backend_casts"), m2.get("backend_casts")
+    out = {k: v for k, v in m1.items() if k != "backend_casts"}
+    if c1 is None or c2 is None or set(c1) != set(c2) or any(c1[p]["count"] != c2[p]["count"] for p in c1):
+        return out
+    scaled = {p: {"count": c1[p]["count"], "bytes": affine(c1[p]["bytes"], c2[p]["bytes"], x1, x2, x)} for p in c1}
+    if all(v["bytes"] is not None for v in scaled.values()):
+        out["backend_casts"] = scaled
     return out
 
 

@@ -41,3 +41,43 @@ def test_ends_costs_split_between_the_first_and_last_stage():
     assert (costs.first.forward_s, costs.last.forward_s) == (0.0, whole.forward_s)
     assert costs.first.optimizer_s + costs.last.optimizer_s == pytest.approx(whole.optimizer_s)
     assert costs.first.optimizer_s > 0
+
+
+def comparable(graph):
+    """Everything of a block graph that a prediction reads (not its cache key or how it was made)."""
+    meta = {k: v for k, v in graph.meta.items() if not k.startswith("scaled_from")}
+    return ([(o.type, o.scope, o.phase, o.unit, o.fusion_group, o.inputs, o.outputs, o.flops, o.bytes)
+             for o in graph.ops], graph.param_count, graph.param_bytes, graph.activation_bytes, meta)
+
+
+@pytest.mark.slow
+def test_a_wide_rank_is_scaled_exactly_from_the_reference_ranks():
+    """Grouped-query attention (2 query heads per kv head) with selective recompute and AMP: the block at
+    tensor_parallel 2 and 1, scaled from the rank shapes at 8 and 4, equals the block compiled at 2 and 1."""
+    from functools import partial
+
+    from hardware.model.graph import compile_concurrently
+    from hardware.model.llm.extraction import REFERENCE_TENSOR_PARALLEL, extraction_settings, scale_width
+    from hardware.model.llm.parts import part_graph
+
+    overrides = {"heads": 32, "kv_heads": 16, "ff_dim": 224}
+    settings = extraction_settings(Settings(mode="graph", amp_level="O2", optimizer="adamw",
+                                            recompute="selective"), 2)
+    block = partial(part_graph, "llama2-70b", "tiny", overrides, settings, "block", micro_batch=2)
+    compile_concurrently([partial(block, tensor_parallel=tp) for tp in (8, 4, 2, 1)])
+    narrow, wide = (block(tensor_parallel=tp) for tp in REFERENCE_TENSOR_PARALLEL)
+    for tp in (2, 1):
+        scaled = scale_width(narrow, wide, 1, 2, 8 // tp)
+        assert scaled is not None and scaled.meta["scaled_from_widths"] == [1, 2]
+        assert comparable(scaled) == comparable(block(tensor_parallel=tp))
+
+
+def test_only_ranks_wider_than_both_references_that_split_evenly_are_scaled():
+    from hardware.model.llm.extraction import width_references
+    from workloads.registry import get_workload
+
+    seven, seventy = (get_workload(w).preset("full") for w in ("llama2-7b", "llama2-70b"))
+    assert width_references(seven, 1) == width_references(seven, 2) == (8, 4)
+    assert width_references(seven, 4) is None and width_references(seven, 8) is None
+    assert width_references(seventy, 1) is None          # 8 kv heads: one per rank at tensor_parallel 8
+    assert width_references(seven, 3) is None             # 3 does not divide the narrow reference's 8

@@ -6,8 +6,9 @@ and the embedding + final norm + head (+ loss) at two small reference vocabulari
 llm/parts.py). The ends at the rank's vocabulary shard (vocab / tp) come from scaling every
 vocabulary-sized dimension along the two references, exactly as `scaling.scale_batch` scales the
 batch; where the two do not align, the shard is compiled directly. Micro-batches above the reference
-batches are scaled from two small ones the same way. It still grows with the rank's width (hidden size
-and seq_len are compiled as they are). Each compile is cached.
+batches are scaled from two small ones the same way, and so is a wide rank: a block at tensor_parallel
+1 or 2 is scaled from the rank shapes at 8 and 4 (`scale_width`), where those divide the model. The
+hidden size and seq_len are compiled as they are. Each compile is cached.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
-from hardware.model.scaling import REFERENCE_BATCHES, affine, compile_batches, scale_batch, scale_op
+from hardware.model.scaling import (REFERENCE_BATCHES, affine, compile_batches, recount, scale_batch, scale_casts,
+                                    scale_kept, scale_op)
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
+# A block is compiled at these tensor-parallel ranks' shapes (narrow, wide) and scaled to wider ones.
+REFERENCE_TENSOR_PARALLEL = (8, 4)
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,57 @@ def at_batch(compile_at: Callable[[int], OpGraph], micro_batch: int) -> OpGraph:
     return compile_at(micro_batch)
 
 
+def width_references(preset: Any, tensor_parallel: int) -> tuple[int, int] | None:
+    """The two ranks a block at `tensor_parallel` is scaled from, or None to compile it as it is: only a
+    rank wider than both, and only where both split the heads, kv heads and FFN evenly into at least 2 each
+    (an axis of 1 may be squeezed away by the compiler, as a batch of 1 can be)."""
+    narrow, wide = REFERENCE_TENSOR_PARALLEL
+    if tensor_parallel >= wide or narrow % tensor_parallel:
+        return None
+    if any(getattr(preset, name) % narrow or getattr(preset, name) // narrow < 2
+           for name in ("heads", "kv_heads", "ff_dim")):
+        return None
+    return REFERENCE_TENSOR_PARALLEL
+
+
+def scale_width(narrow: OpGraph, wide: OpGraph, x1: int, x2: int, x: int) -> OpGraph | None:
+    """A block at a rank `x` times as wide as `narrow`'s shard, from the blocks at widths x1 < x2 (in units
+    of the narrow shard). Every per-shard dimension (heads, kv heads, FFN) is proportional to the width,
+    and the hidden size, sequence and batch are constant, so each op's tensors, FLOPs and bytes and the
+    block's weights, states and kept activations are affine in it, exactly as `scaling.scale_batch` finds
+    them affine in the batch; None (compile it) where the two blocks do not align or a term is not."""
+    constant = ("workload", "preset", "batch_size", "grad_accum")
+    if len(narrow.ops) != len(wide.ops) or any(getattr(narrow, k) != getattr(wide, k) for k in constant):
+        return None
+    ops = [scale_op(a, b, x1, x2, x) for a, b in zip(narrow.ops, wide.ops)]
+    counts = {k: affine(getattr(narrow, k), getattr(wide, k), x1, x2, x)
+              for k in ("param_count", "param_bytes", "activation_bytes")}
+    state = affine(int(narrow.meta.get("state_bytes", 0)), int(wide.meta.get("state_bytes", 0)), x1, x2, x)
+    kept = scale_kept(narrow.meta, wide.meta, x1, x2, x)
+    if None in ops or None in counts.values() or state is None or kept is None:
+        return None
+    meta = recount({**scale_casts(narrow.meta, wide.meta, x1, x2, x), "scaled_from_widths": [x1, x2],
+                    "state_bytes": state, "kept_activations": kept}, ops)  # type: ignore[arg-type]
+    return dataclasses.replace(narrow, ops=tuple(ops), meta=meta, **counts)  # type: ignore[arg-type]
+
+
 def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
                settings: Settings, micro_batch: int) -> LlmGraphs:
     tp = settings.tensor_parallel
     v1, v2 = REFERENCE_VOCABS
+    widths = width_references(preset, tp)
+
+    def block_at(rank_tp: int, b: int) -> OpGraph:
+        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", rank_tp, b)
 
     def block(b: int) -> OpGraph:
-        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", tp, b)
+        if widths is not None:
+            narrow_tp, wide_tp = widths
+            scaled = scale_width(block_at(narrow_tp, b), block_at(wide_tp, b), 1, narrow_tp // wide_tp,
+                                 narrow_tp // tp)
+            if scaled is not None:
+                return scaled
+        return block_at(tp, b)
 
     def ends_at(vocab: int, b: int) -> OpGraph:   # no block to recompute in the ends: one compile for every recompute
         return part_graph(workload, preset_name, overrides, extraction_settings(settings, b).replace(recompute="none"),
@@ -95,7 +143,7 @@ def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[
 
     # The cold compiles this cell needs are independent: side by side first, then composed from the cache.
     batches = compile_batches(micro_batch)
-    compile_concurrently([functools.partial(block, b) for b in batches]
+    compile_concurrently([functools.partial(block_at, t, b) for t in (widths or (tp,)) for b in batches]
                          + [functools.partial(ends_at, v, b) for v in (v1, v2) for b in batches])
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)
