@@ -67,14 +67,6 @@ def with_values(profile: HardwareProfile, values: dict[str, Any]) -> HardwarePro
     return dataclasses.replace(profile, **changes)
 
 
-def vector_of(profile: HardwareProfile) -> np.ndarray:
-    parts: list[float] = []
-    for path in TABLES:
-        parts += [eff for _, eff in get_path(profile, path).rows]
-    parts += [get_path(profile, p) for p in SCALARS]
-    return np.asarray(parts, dtype=float)
-
-
 def profile_of(base: HardwareProfile, theta: Sequence[float]) -> HardwareProfile:
     values: dict[str, Any] = {}
     i = 0
@@ -104,7 +96,7 @@ def bounds_of(base: HardwareProfile) -> tuple[np.ndarray, np.ndarray]:
 
 
 def parameter_paths(base: HardwareProfile) -> list[str]:
-    """The dotted path of each free parameter, in `vector_of`'s order (a table's rows repeat its path)."""
+    """The dotted path of each free parameter, in `profile_of`'s order (a table's rows repeat its path)."""
     return [path for path in TABLES for _ in get_path(base, path).rows] + list(SCALARS)
 
 
