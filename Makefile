@@ -24,10 +24,11 @@ bench: $(STAMP)
 	$(BIN)/msbench run $(MATRIX) --target $(TARGET) --resume --run-id nightly-$(subst :,-,$(TARGET))
 	$(BIN)/msbench report results/runs/nightly-$(subst :,-,$(TARGET)).jsonl --html results/report.html --md results/report.md
 
-# Two invocations: the suite (speed claims skipped under --benchmark-disable), then the speed claims
-# as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
+# Two invocations: the suite on two pytest-xdist workers (speed claims skipped under --benchmark-disable;
+# most of its time is single-threaded compiles and child processes, so two workers use both cores), then
+# the speed claims alone, as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25
+	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist worksteal
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
 clean:
