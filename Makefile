@@ -28,7 +28,7 @@ bench: $(STAMP)
 # most of its time is single-threaded compiles and child processes, so two workers use both cores), then
 # the speed claims alone, as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist worksteal
+	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
 clean:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 
@@ -23,3 +24,11 @@ def private_cache(tmp_path, monkeypatch):
     path = tmp_path / "msbench-cache"
     monkeypatch.setenv("MSBENCH_CACHE", str(path))
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with the most slow tests first, each file's tests in their own order: `make test`'s two
+    xdist workers (--dist loadfile) then start on the long files and end on short ones together."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    first_seen = {path: i for i, path in reversed(list(enumerate(item.path for item in items)))}
+    items.sort(key=lambda item: (-slow[item.path], first_seen[item.path]))
