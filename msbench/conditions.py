@@ -3,7 +3,8 @@
 Real CPU runs here differ about 2x between a loaded and a quiet machine, so a measured record keeps
 the load average before and after each measured process and the CPU time spent by everything on the
 machine during it (from /proc/stat: busy and steal), split into this run's own (this process and its
-measured children, getrusage) and the others'. The others' share is what decides: the load average is
+measured children, getrusage, and every descendant seen alive during the cell: `DescendantCpu`) and the
+others'. The others' share is what decides: the load average is
 kept for reading, never for the rule, because it is a one-minute decayed average that still holds the
 previous cell's own threads (1.6-3.7 on 2 cores between the cells of a quiet back-to-back run).
 Readers (`compare`, `report`, the cpu-profile fitter) ask `mismatch()` before they put two
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+import psutil
 
 # The comparability rule: flag two measurements when one ran on an overloaded machine (others kept more
 # than OVERLOAD_SHARE of all cores busy during it, or more than STEAL_LIMIT of the CPU was stolen by
@@ -33,6 +37,8 @@ STEAL_LIMIT = 0.10
 # cores busy (over a sample before a cell; over the cell itself in its record).
 QUIET_BUSY = 0.25
 QUIET_SAMPLE_S = 2.0
+# How often the probe lists this process's descendants (a scan of /proc: about a millisecond here).
+DESCENDANT_SAMPLE_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -68,36 +74,84 @@ def loadavg() -> list[float] | None:
         return None
 
 
-def own_cpu_s() -> float:
-    """CPU seconds of this process and of its finished, waited-for children (the measured workers and
-    theirs): the run's own share of what /proc/stat counts."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    return total
+def rusage_cpu_s(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+class DescendantCpu:
+    """CPU seconds spent during the block by this process's descendants, from samples of each one while
+    it is alive (a zombie still reports its times). getrusage counts a child only once it is waited for,
+    and a grandchild only if its own parent waited for it: MindSpore's graph-kernel compile workers are
+    not, so a graph_kernel cell's own compile CPU showed up as the others' (25-38% of the cores)."""
+
+    def __init__(self, every_s: float = DESCENDANT_SAMPLE_S) -> None:
+        self.every_s = every_s
+        self.first: dict[tuple[int, float], float] = {}     # at first sight (work done before the block)
+        self.last: dict[tuple[int, float], float] = {}
+        self.stop = threading.Event()
+        self.me = psutil.Process()
+        self.sample(initial=True)
+        self.thread = threading.Thread(target=self.run, name="msbench-descendant-cpu", daemon=True)
+        self.thread.start()
+
+    def sample(self, initial: bool = False) -> None:
+        try:
+            procs = self.me.children(recursive=True)
+        except psutil.Error:
+            return
+        for proc in procs:
+            try:
+                key = (proc.pid, proc.create_time())
+                times = proc.cpu_times()
+            except psutil.Error:                             # it ended between the listing and the read
+                continue
+            spent = times.user + times.system
+            self.first.setdefault(key, spent if initial else 0.0)
+            self.last[key] = spent
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            self.sample()
+
+    def finish(self) -> float:
+        self.stop.set()
+        self.thread.join()
+        self.sample()
+        return sum(max(0.0, spent - self.first[key]) for key, spent in self.last.items())
 
 
 class ConditionsProbe:
-    """`with ConditionsProbe() as probe: ...` then `probe.result`: the machine's state around the block."""
+    """`with ConditionsProbe() as probe: ...` then `probe.result`: the machine's state around the block.
+    The run's own CPU is this process's, plus the larger of its waited-for children's (getrusage: a child
+    that ended between samples still counts) and its descendants' as sampled alive (a worker nobody waits
+    for still counts); either alone is a lower bound of the same quantity, so their maximum never counts
+    a process twice."""
 
     def __enter__(self) -> "ConditionsProbe":
         self.load_before = loadavg()
         self.cpu_before = read_cpu_times()
-        self.own_before = own_cpu_s()
+        self.self_before = rusage_cpu_s(resource.RUSAGE_SELF)
+        self.children_before = rusage_cpu_s(resource.RUSAGE_CHILDREN)
+        self.descendants = DescendantCpu()
         self.t0 = time.monotonic()
         self.result: dict[str, Any] = {}
         return self
 
+    def own_cpu_s(self) -> float:
+        waited = rusage_cpu_s(resource.RUSAGE_CHILDREN) - self.children_before
+        return (rusage_cpu_s(resource.RUSAGE_SELF) - self.self_before) + max(waited, self.descendants.finish())
+
     def __exit__(self, *exc: object) -> None:
         elapsed = time.monotonic() - self.t0
+        own_s = self.own_cpu_s()
         cpu_after = read_cpu_times()
         result: dict[str, Any] = {"cores": cores(), "load_before": self.load_before, "load_after": loadavg(),
                                   "seconds": round(elapsed, 3)}
         if self.cpu_before and cpu_after and cpu_after.total > self.cpu_before.total:
             ticks = cpu_after.total - self.cpu_before.total
             busy = (cpu_after.busy - self.cpu_before.busy) / ticks
-            own = (own_cpu_s() - self.own_before) / (elapsed * cores()) if elapsed > 0 else 0.0
+            own = own_s / (elapsed * cores()) if elapsed > 0 else 0.0
             result.update(busy_during=round(busy, 4), steal_during=round((cpu_after.steal - self.cpu_before.steal)
                                                                          / ticks, 4),
                           own_during=round(min(own, busy), 4), others_during=round(max(0.0, busy - own), 4))

@@ -65,6 +65,28 @@ def test_probe_counts_its_own_children_as_its_own():
         assert r["own_during"] > 0 and r["others_during"] <= r["busy_during"]
 
 
+# A child that starts a grandchild burning 1 CPU second, waits until it has ended (a zombie: its times
+# are kept), and exits without reaping it, as MindSpore leaves its graph-kernel compile workers.
+UNWAITED_GRANDCHILD = """
+import subprocess, sys, time
+burn = "import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass"
+gc = subprocess.Popen([sys.executable, "-c", burn])
+while open(f"/proc/{gc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+    time.sleep(0.05)
+time.sleep(0.6)                              # the probe samples every 0.2 s
+import os; os._exit(0)
+"""
+
+
+def test_probe_counts_a_descendant_nobody_waits_for_as_its_own():
+    """getrusage alone saw none of the grandchild's CPU second (it was never waited for)."""
+    import subprocess
+    import sys
+    with ConditionsProbe() as probe:
+        subprocess.run([sys.executable, "-c", UNWAITED_GRANDCHILD], check=True)
+    assert probe.own_cpu_s() >= 0.9, probe.own_cpu_s()
+
+
 def test_summarize_keeps_the_worst():
     s = summarize([{"cores": 2, "load_before": [1.0, 1, 1], "others_during": 0.2},
                    {"cores": 2, "load_before": [3.0, 1, 1], "others_during": 0.1}])

@@ -134,16 +134,21 @@ def test_tiny_learns_and_evaluates_through_msbenchs_decoder(graph_mode):
     assert set(metrics) == {"map50", "map50_95"} and 0 <= metrics["map50_95"] <= metrics["map50"] <= 1
 
 
+# The device-model comparison compiles both networks of a pair at full size: yolov8n's pair only, since
+# yolov8s is the same two network classes at another width (its forward GFLOPs are compared above).
+PREDICTED_PEERS = {"yolov8n": PEERS["yolov8n"]}
+
+
 @pytest.fixture(scope="module")
 def predictions():
     from hardware.model.target import predict_cell
 
     return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
-            for pair in PEERS.items() for name in pair for profile in PROFILES for batch in BATCHES}
+            for pair in PREDICTED_PEERS.items() for name in pair for profile in PROFILES for batch in BATCHES}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ours", sorted(PEERS))
+@pytest.mark.parametrize("ours", sorted(PREDICTED_PEERS))
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("batch", BATCHES)
 def test_device_model_agrees_on_both_networks(predictions, ours, profile, batch):
