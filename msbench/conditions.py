@@ -134,13 +134,17 @@ class ConditionsProbe:
         self.self_before = rusage_cpu_s(resource.RUSAGE_SELF)
         self.children_before = rusage_cpu_s(resource.RUSAGE_CHILDREN)
         self.descendants = DescendantCpu()
+        self.own_s: float | None = None
         self.t0 = time.monotonic()
         self.result: dict[str, Any] = {}
         return self
 
     def own_cpu_s(self) -> float:
-        waited = rusage_cpu_s(resource.RUSAGE_CHILDREN) - self.children_before
-        return (rusage_cpu_s(resource.RUSAGE_SELF) - self.self_before) + max(waited, self.descendants.finish())
+        """The run's own CPU seconds over the block, fixed when the block ends."""
+        if self.own_s is None:
+            waited = rusage_cpu_s(resource.RUSAGE_CHILDREN) - self.children_before
+            self.own_s = (rusage_cpu_s(resource.RUSAGE_SELF) - self.self_before) + max(waited, self.descendants.finish())
+        return self.own_s
 
     def __exit__(self, *exc: object) -> None:
         elapsed = time.monotonic() - self.t0

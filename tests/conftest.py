@@ -30,5 +30,5 @@ def pytest_collection_modifyitems(config, items):
     """Files with the most slow tests first, each file's tests in their own order: `make test`'s two
     xdist workers (--dist loadfile) then start on the long files and end on short ones together."""
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    first_seen = {path: i for i, path in reversed(list(enumerate(item.path for item in items)))}
-    items.sort(key=lambda item: (-slow[item.path], first_seen[item.path]))
+    file_order = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-slow[item.path], file_order[item.path]))
