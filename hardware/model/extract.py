@@ -14,11 +14,12 @@ Requests:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
@@ -81,7 +82,7 @@ def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
 
 def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
     """`workload`'s training step (the step builder's contract: its network, loss, columns, synthetic
-    batch and recompute blocks) compiled on the CPU backend for one device."""
+    batch and recompute blocks) compiled on the CPU backend for one device, without data (shape_only)."""
     import mindspore as ms
 
     from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
@@ -89,15 +90,45 @@ def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
-    step = build_train_step(workload, preset, settings)
-    if settings.optimizer in PATCHED_OPTIMIZERS:          # no CPU kernel: the same update on CPU primitives
-        use_cpu_compositions(step.optimizer)
-    # One call of the step cell is one optimizer update over all micro-batches, stacked on axis 0.
-    arrays = workload.synthetic_batch(preset, step.step_batch)
-    step.cell.compile(*[ms.Tensor(a) for a in arrays])
+    with shape_only():
+        step = build_train_step(workload, preset, settings)
+        if settings.optimizer in PATCHED_OPTIMIZERS:          # no CPU kernel: the same update on CPU primitives
+            use_cpu_compositions(step.optimizer)
+        # One call of the step cell is one optimizer update over all micro-batches, stacked on axis 0.
+        arrays = workload.synthetic_batch(preset, step.step_batch)
+        step.cell.compile(*[unfilled_tensor(a) for a in arrays])
     return {"batch_size": step.micro_batch, "grad_accum": step.grad_accum,
             "recomputed_blocks": step.recomputed_blocks,
             "trainable": sorted(p.name for p in step.network.trainable_params())}
+
+
+@contextlib.contextmanager
+def shape_only() -> Iterator[None]:
+    """A compile reads shapes and dtypes, never values, and the IR dump is written before `Cell.compile`
+    fills the parameters (mindspore/graph/api.py: `init_parameters_data` follows the graph compile). So the
+    parameters and optimizer states are built without data (MindSpore's `no_init_parameters`) and never
+    filled: at Llama 2 70B they were GBs of pages touched per compile, most of its system time."""
+    from mindspore import nn
+    from mindspore.nn.utils import no_init_parameters
+
+    fill = nn.Cell.init_parameters_data
+    nn.Cell.init_parameters_data = lambda self, auto_parallel_mode=False: {}
+    try:
+        with no_init_parameters():
+            yield
+    finally:
+        nn.Cell.init_parameters_data = fill
+
+
+def unfilled_tensor(array: Any) -> Any:
+    """A step input of `array`'s shape and dtype with no data of its own (a lazily initialised Tensor that
+    the compile never materialises), so a large synthetic batch is never copied into MindSpore."""
+    import numpy as np
+    import mindspore as ms
+    from mindspore.common.initializer import Zero
+
+    dtype = ms.from_numpy(np.zeros(0, np.asarray(array).dtype)).dtype
+    return ms.Tensor(shape=np.shape(array), dtype=dtype, init=Zero())
 
 
 def compile_mindir(request: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,8 @@ import hardware.model.graph as graph_mod
 from hardware.model.graph import extract_graph, forward_flops, graph_key
 from msbench.errors import ConfigError
 from msbench.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 WORKLOAD, PRESET = "resnet50", "tiny"
 
@@ -171,6 +177,36 @@ def test_extraction_child_draws_no_random_parameter_values(monkeypatch):
     for init in (Normal(0.02), TruncatedNormal(0.02), XavierUniform()):
         assert not np.any(ms.Parameter(make(init, [32, 32], ms.float32), name="p").asnumpy())
     assert not np.any(nn.Dense(16, 8).weight.asnumpy())          # HeUniform, Dense's default
+
+
+def test_the_compile_child_builds_and_compiles_a_step_without_filling_any_tensor():
+    """`shape_only`: parameters and optimizer states (scalars such as Adam's step aside) are created without
+    data and stay so through the compile (MindSpore fills them only after the graph compile, which the block
+    skips), inputs are unfilled tensors of the batch's shapes and dtypes, and `Cell.init_parameters_data` is
+    MindSpore's own again after."""
+    code = """
+import json, numpy as np, mindspore as ms
+from mindspore import nn
+from hardware.model.extract import shape_only, unfilled_tensor
+ms.set_device("CPU"); ms.set_context(mode=ms.GRAPH_MODE)
+fill = nn.Cell.init_parameters_data
+with shape_only():
+    net = nn.Dense(64, 32)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.Adam(net.trainable_params()))
+    inputs = [unfilled_tensor(np.zeros((8, 64), np.float32)), unfilled_tensor(np.zeros((8, 32), np.float32))]
+    step.compile(*inputs)
+inputs.append(unfilled_tensor(np.zeros((8, 2), np.int32)))
+print(json.dumps({"params": {p.name: p.has_init for p in step.get_parameters() if p.size > 1}, "inputs": [t.has_init for t in inputs],
+                  "specs": [[list(t.shape), str(t.dtype)] for t in inputs], "restored": nn.Cell.init_parameters_data is fill}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(seen["params"]) == 6 and all(seen["params"].values()), seen     # weight, bias, 2 Adam moments each
+    assert seen["inputs"] == [True, True, True]
+    assert seen["specs"] == [[[8, 64], "Float32"], [[8, 32], "Float32"], [[8, 2], "Int32"]]
+    assert seen["restored"]
 
 
 def test_compile_children_are_bounded_across_cells(monkeypatch):

@@ -55,8 +55,8 @@ class PartWorkload:
         import numpy as np
 
         if self.part == "block":
-            x = np.zeros((batch_size, preset.seq_len, preset.d_model), np.float32)
-            return [x, x.copy()]
+            shape = (batch_size, preset.seq_len, preset.d_model)
+            return [np.zeros(shape, np.float32), np.zeros(shape, np.float32)]
         return list(self.llm.synthetic_batch(preset, batch_size))
 
     def recompute_blocks(self, network: Any, full: bool) -> list[Any]:
