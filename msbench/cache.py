@@ -48,6 +48,18 @@ def content_key(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
+_FILE_HASHES: dict[tuple[str, int, int], str] = {}     # (path, mtime_ns, size) -> sha256: read each file once
+
+
+def file_hash(path: Path) -> str:
+    """sha256 of a file's bytes, read once per (path, modification time, size) in this process."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _FILE_HASHES:
+        _FILE_HASHES[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _FILE_HASHES[key]
+
+
 def source_hash(paths: Iterable[Path]) -> str:
     """Hash of source files (e.g. a workload's package), so editing the network invalidates its entries."""
     digest = hashlib.sha256()
@@ -55,8 +67,7 @@ def source_hash(paths: Iterable[Path]) -> str:
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for f in files:
             if f.is_file() and f.suffix in (".py", ".toml"):
-                digest.update(str(f.relative_to(path.parent)).encode())
-                digest.update(f.read_bytes())
+                digest.update(str(f.relative_to(path.parent)).encode() + b"\0" + file_hash(f).encode())
     return digest.hexdigest()[:20]
 
 

@@ -13,20 +13,11 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from msbench.cache import content_key
+from msbench.cache import content_key, file_hash
 from msbench.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 Fingerprinter = Callable[[Any], "str | None"]
-_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}     # (path, mtime_ns, size) -> sha256: hash each file once
-
-
-def _file_digest(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    if key not in _FILE_DIGESTS:
-        _FILE_DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return _FILE_DIGESTS[key]
 
 
 def files_digest(paths: Iterable[Path]) -> str:
@@ -37,7 +28,7 @@ def files_digest(paths: Iterable[Path]) -> str:
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for f in files:
             if f.is_file() and "__pycache__" not in f.parts and not f.name.startswith("."):
-                digest.update(os.path.relpath(f, ROOT).encode() + b"\0" + _file_digest(f).encode())
+                digest.update(os.path.relpath(f, ROOT).encode() + b"\0" + file_hash(f).encode())
     return digest.hexdigest()[:20]
 
 

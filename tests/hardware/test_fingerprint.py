@@ -22,21 +22,26 @@ def test_model_fingerprint_follows_sources_profile_calibration_and_accuracy(tmp_
     assert first != ModelTarget("ascend910b", accuracy=True).fingerprint(CELL)  # the accuracy run's sources
     assert first != b.fingerprint(Cell(workload="bert-base", target="model:ascend910b"))   # the workload's sources
 
+    def fresh() -> str:        # a target is one run's: it hashes the files as the run found them
+        return ModelTarget("ascend910b").fingerprint(CELL)
+
     calibration = tmp_path / "calibration"
     calibration.mkdir()
     monkeypatch.setattr(model_target, "CALIBRATION_DIR", calibration)
-    empty = b.fingerprint(CELL)
+    empty = fresh()
     (calibration / "ascend910b_matmul.csv").write_text("m,n,k,us\n1024,1024,1024,12.5\n")
-    with_table = b.fingerprint(CELL)
+    with_table = fresh()
     (calibration / "ascend910b_matmul.csv").write_text("m,n,k,us\n1024,1024,1024,13.0\n")
-    assert len({empty, with_table, b.fingerprint(CELL)}) == 3                 # any file, any edit
+    assert len({empty, with_table, fresh()}) == 3                             # any file, any edit
 
     sources = tmp_path / "model"
     shutil.copytree(model_target.MODEL_DIR, sources, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(model_target, "MODEL_DIR", sources)
-    before = b.fingerprint(CELL)
+    running = ModelTarget("ascend910b")
+    before = running.fingerprint(CELL)
     (sources / "compute.py").write_text((sources / "compute.py").read_text() + "\n# an edit\n")
-    assert b.fingerprint(CELL) != before
+    assert fresh() != before
+    assert running.fingerprint(CELL) == before          # a run's cells keep the fingerprint it started with
 
 
 def test_real_target_fingerprint_names_its_device():
