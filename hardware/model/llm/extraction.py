@@ -20,22 +20,27 @@ from typing import Any, Callable, Mapping
 
 from hardware.model.compute import Kernel, kernels
 from hardware.model.estimates import estimates_used
-from hardware.model.graph import compile_concurrently
+from hardware.model.graph import PARSER_SOURCES, compile_concurrently, graph_knobs, mindspore_version, workload_sources
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
-from hardware.model.llm.parts import part_graph
+from hardware.model.llm.parts import CACHE_KIND, part_graph
 from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
 from hardware.model.scaling import (REFERENCE_BATCHES, affine, compile_batches, recount, scale_batch, scale_casts,
                                     scale_kept, scale_op)
+from msbench.cache import cache_dir, content_key, source_hash
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
 # A block is compiled at these tensor-parallel ranks' shapes (narrow, wide) and scaled to wider ones.
 REFERENCE_TENSOR_PARALLEL = (8, 4)
+# The graphs already composed in this process, by cache directory and `graphs_key`: a matrix predicts many cells
+# of one block and ends (every pipeline layout, optimizer shard and flash attention choice), and loading and
+# scaling them again was most of a warm cell's time (0.19 of its 0.22 s in llm.toml).
+_COMPOSED: dict[tuple[str, str], "LlmGraphs"] = {}
 
 
 @dataclass(frozen=True)
@@ -116,8 +121,25 @@ def scale_width(narrow: OpGraph, wide: OpGraph, x1: int, x2: int, x: int) -> OpG
     return dataclasses.replace(narrow, ops=tuple(ops), meta=meta, **counts)  # type: ignore[arg-type]
 
 
+def graphs_key(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any], settings: Settings,
+               micro_batch: int) -> str:
+    """What every part key of a cell's `llm_graphs` is made of, and the vocabulary its ends are scaled to."""
+    return content_key("llm-graphs", mindspore_version(), source_hash(workload_sources(workload)),
+                       source_hash(PARSER_SOURCES), workload, preset_name, dict(overrides),
+                       graph_knobs(extraction_settings(settings, micro_batch)), settings.tensor_parallel,
+                       micro_batch, preset.vocab_size)
+
+
 def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
                settings: Settings, micro_batch: int) -> LlmGraphs:
+    memo = (str(cache_dir(CACHE_KIND)), graphs_key(workload, preset_name, preset, overrides, settings, micro_batch))
+    if memo not in _COMPOSED:
+        _COMPOSED[memo] = composed_graphs(workload, preset_name, preset, overrides, settings, micro_batch)
+    return _COMPOSED[memo]
+
+
+def composed_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
+                    settings: Settings, micro_batch: int) -> LlmGraphs:
     tp = settings.tensor_parallel
     v1, v2 = REFERENCE_VOCABS
     widths = width_references(preset, tp)
