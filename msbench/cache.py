@@ -71,6 +71,11 @@ def source_hash(paths: Iterable[Path]) -> str:
     return digest.hexdigest()[:20]
 
 
+def cache_has(kind: str, key: str) -> bool:
+    """Whether an entry file exists: a cheap first look (`cache_get` reads and validates it)."""
+    return (cache_dir(kind) / f"{key}.json").is_file()
+
+
 def cache_get(kind: str, key: str, validate: Validator | None = None) -> dict[str, Any] | None:
     """The entry, or None when it is missing or does not match its schema (then it will be recomputed)."""
     path = cache_dir(kind) / f"{key}.json"

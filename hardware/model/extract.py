@@ -10,6 +10,9 @@ Requests:
 - `{"kind": "train_step", "workload", "preset", "overrides", "settings"}`: the real training step
   of `workloads.train_step.build_train_step`, compiled in GRAPH mode on one synthetic batch.
 - `{"kind": "mindir", "path", "inputs": [{"dtype", "shape"}]}`: an exported forward network.
+- `{"kind": "llm_part", ...}`: one rank's LLM block or ends (hardware/model/llm/parts.py).
+- `{"kind": "batch", "requests": [...]}`: several of those, one after another in this one process (MindSpore
+  is imported once), answered as `{"results": [{"result": ...} or {"error": "..."}]}`.
 """
 
 from __future__ import annotations
@@ -164,21 +167,45 @@ def main() -> int:
         os.environ[key] = value                      # before the first `import mindspore`
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     zero_filled_initializers()
-    if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
-        from hardware.model.llm.parts import compile_llm_part
-
-        compiled = compile_llm_part(request)
+    if request["kind"] == "batch":
+        answer: dict[str, Any] = {"results": [batch_item(item, dump_dir) for item in request["requests"]]}
     else:
-        compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
-    dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
-    if not dumps:
-        raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")
-    analysis = analyse(read_dumps(dumps))
+        answer = compiled_graph(request, dump_dir)
+    Path(request["out"]).write_text(json.dumps(answer, sort_keys=True))
+    return 0
+
+
+def batch_item(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
+    """One request of a batch: its graph, or the error it raised (the parent compiles that one again alone,
+    to report it as it would any failed compile)."""
+    try:
+        return {"result": compiled_graph(request, dump_dir)}
+    except Exception as err:      # noqa: BLE001 - reported to the parent, which re-runs the request alone
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def compiled_graph(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
+    """Compile one request and analyse the kernel graph it dumped. The dumps are removed after, so the next
+    request of a batch reads only its own (MindSpore reads the dump directory once, at import)."""
+    try:
+        if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
+            from hardware.model.llm.parts import compile_llm_part
+
+            compiled = compile_llm_part(request)
+        else:
+            compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
+        dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
+        if not dumps:
+            raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")
+        analysis = analyse(read_dumps(dumps))
+    finally:
+        for dump in dump_dir.rglob(f"{DUMP_PASS}_*.ir"):
+            dump.unlink()
     names = set(compiled["trainable"])
     trainable = [p for p in analysis.weight_params if p.ref_key in names]
     import mindspore as ms
 
-    result = {
+    return {
         "mindspore": ms.__version__,
         "ops": [_op_dict(op) for op in analysis.ops],
         "activation_bytes": analysis.activation_bytes,
@@ -188,8 +215,6 @@ def main() -> int:
         "meta": {**analysis.meta, "kernel_graphs": len(dumps), "trainable_tensors": len(trainable)},
         **{k: v for k, v in compiled.items() if k != "trainable"},
     }
-    Path(request["out"]).write_text(json.dumps(result, sort_keys=True))
-    return 0
 
 
 def _op_dict(op: Any) -> dict[str, Any]:

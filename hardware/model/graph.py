@@ -230,3 +230,15 @@ def run_extract(request: dict[str, Any], timeout: float = EXTRACT_TIMEOUT_S) -> 
             return run_child("hardware.model.extract", request, timeout)
     except ChildError as err:
         raise ExtractionError(f"graph extraction {err}") from err
+
+
+def run_extract_batch(requests: list[dict[str, Any]], timeout: float = EXTRACT_TIMEOUT_S) -> list[dict[str, Any] | None]:
+    """Several compiles in one extraction child (MindSpore imported once: ~3 s of each small compile), each
+    answer or None where that request failed, or the child did (the caller compiles those alone)."""
+    try:
+        with COMPILE_SLOTS, shared_host():
+            answer = run_child("hardware.model.extract", {"kind": "batch", "requests": requests},
+                               timeout * len(requests))
+    except ChildError:
+        return [None] * len(requests)
+    return [item.get("result") for item in answer["results"]]

@@ -81,3 +81,29 @@ def test_only_ranks_wider_than_both_references_that_split_evenly_are_scaled():
     assert width_references(seven, 4) is None and width_references(seven, 8) is None
     assert width_references(seventy, 1) is None          # 8 kv heads: one per rank at tensor_parallel 8
     assert width_references(seven, 3) is None             # 3 does not divide the narrow reference's 8
+
+
+
+@pytest.mark.slow
+def test_parts_compiled_in_one_child_equal_parts_compiled_alone_and_a_failed_one_is_left_uncached(
+        tmp_path, monkeypatch):
+    """`compile_missing_parts` compiles a cell's missing parts a few to a child (MindSpore imported once per
+    child). Each part equals the part compiled in a child of its own; a request that fails in its child
+    (3 heads do not divide the width) is not cached, so `compiled_part` compiles it alone and reports it."""
+    from hardware.model.graph import ExtractionError
+    from hardware.model.llm.extraction import extraction_settings
+    from hardware.model.llm.parts import CACHE_KIND, compile_missing_parts, compiled_part, part_compile
+    from msbench.cache import cache_has
+
+    settings = extraction_settings(Settings(mode="graph", amp_level="O2", optimizer="adamw"), 2)
+    jobs = [part_compile("llama2-70b", "tiny", {}, settings, "block", 8, 2),
+            part_compile("llama2-70b", "tiny", {}, settings.replace(recompute="none"), "ends", 1, 2, 256)]
+    bad = part_compile("llama2-70b", "tiny", {"heads": 3}, settings, "block", 1, 2)
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "batched"))
+    compile_missing_parts([*jobs, bad])
+    assert [cache_has(CACHE_KIND, job.key) for job in (*jobs, bad)] == [True, True, False]
+    batched = [compiled_part(job) for job in jobs]
+    with pytest.raises(ExtractionError, match="heads=3 is not allowed"):
+        compiled_part(bad)
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "alone"))
+    assert [comparable(g) for g in batched] == [comparable(compiled_part(job)) for job in jobs]

@@ -14,17 +14,16 @@ hidden size and seq_len are compiled as they are. Each compile is cached.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from hardware.model.compute import Kernel, kernels
 from hardware.model.estimates import estimates_used
-from hardware.model.graph import PARSER_SOURCES, compile_concurrently, graph_knobs, mindspore_version, workload_sources
+from hardware.model.graph import PARSER_SOURCES, graph_knobs, mindspore_version, workload_sources
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
-from hardware.model.llm.parts import CACHE_KIND, part_graph
+from hardware.model.llm.parts import CACHE_KIND, PartCompile, compile_missing_parts, compiled_part, part_compile
 from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
@@ -144,29 +143,30 @@ def composed_graphs(workload: str, preset_name: str, preset: Any, overrides: Map
     v1, v2 = REFERENCE_VOCABS
     widths = width_references(preset, tp)
 
-    def block_at(rank_tp: int, b: int) -> OpGraph:
-        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b), "block", rank_tp, b)
+    def block_job(rank_tp: int, b: int) -> PartCompile:
+        return part_compile(workload, preset_name, overrides, extraction_settings(settings, b), "block", rank_tp, b)
+
+    def ends_job(vocab: int, b: int) -> PartCompile:   # no block to recompute in the ends: one compile for every recompute
+        return part_compile(workload, preset_name, overrides,
+                            extraction_settings(settings, b).replace(recompute="none"), "ends", 1, b, vocab)
 
     def block(b: int) -> OpGraph:
         if widths is not None:
             narrow_tp, wide_tp = widths
-            scaled = scale_width(block_at(narrow_tp, b), block_at(wide_tp, b), 1, narrow_tp // wide_tp,
-                                 narrow_tp // tp)
+            scaled = scale_width(compiled_part(block_job(narrow_tp, b)), compiled_part(block_job(wide_tp, b)), 1,
+                                 narrow_tp // wide_tp, narrow_tp // tp)
             if scaled is not None:
                 return scaled
-        return block_at(tp, b)
-
-    def ends_at(vocab: int, b: int) -> OpGraph:   # no block to recompute in the ends: one compile for every recompute
-        return part_graph(workload, preset_name, overrides, extraction_settings(settings, b).replace(recompute="none"),
-                          "ends", 1, b, vocab)
+        return compiled_part(block_job(tp, b))
 
     def ends(vocab: int) -> OpGraph:
-        return at_batch(functools.partial(ends_at, vocab), micro_batch)
+        return at_batch(lambda b: compiled_part(ends_job(vocab, b)), micro_batch)
 
-    # The cold compiles this cell needs are independent: side by side first, then composed from the cache.
+    # The cold compiles this cell needs are independent: batched into the extraction children first, then
+    # composed from the cache.
     batches = compile_batches(micro_batch)
-    compile_concurrently([functools.partial(block_at, t, b) for t in (widths or (tp,)) for b in batches]
-                         + [functools.partial(ends_at, v, b) for v in (v1, v2) for b in batches])
+    compile_missing_parts([block_job(t, b) for t in (widths or (tp,)) for b in batches]
+                          + [ends_job(v, b) for v in (v1, v2) for b in batches])
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)
     scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)

@@ -11,13 +11,17 @@ real block's starts from the next block's. The compile runs in `hardware.model.e
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
-from hardware.model.graph import (PARSER_SOURCES, graph_knobs, graph_meta, mindspore_version, run_extract,
-                                  workload_sources)
+from hardware.model.graph import (COMPILE_CHILDREN, PARSER_SOURCES, compile_concurrently, graph_knobs, graph_meta,
+                                  mindspore_version, run_extract, run_extract_batch, workload_sources)
 from hardware.model.opgraph import OpGraph
-from msbench.cache import cached, content_key, source_hash
+from msbench.cache import cache_has, cache_lock, cache_put, cached, content_key, source_hash
 from msbench.settings import Settings
 
 CACHE_KIND = "opgraph"
@@ -94,24 +98,65 @@ def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     return compile_step(adapter, preset, settings)
 
 
-def part_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
-               tensor_parallel: int, micro_batch: int, vocab: int = 0) -> OpGraph:
-    """The part's OpGraph (cached by content; cold: one compile in a child process, seconds)."""
-    from pathlib import Path
+@dataclass(frozen=True)
+class PartCompile:
+    """One part's cache key, the child request that compiles it, and the settings its meta is read with."""
+    key: str
+    request: dict[str, Any]
+    settings: Settings
 
+    def entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The cache entry (an OpGraph's dict) of the child's answer."""
+        r = self.request
+        return {"workload": r["workload"], "preset": r["preset"], "batch_size": result["batch_size"],
+                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
+                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
+                "key": self.key, "meta": {**graph_meta(result, self.settings), "llm_part": r["part"]}}
+
+
+def part_compile(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
+                 tensor_parallel: int, micro_batch: int, vocab: int = 0) -> PartCompile:
     sources = (*PARSER_SOURCES, Path(__file__))
     key = content_key("llm-part", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
                       source_hash(sources), workload, preset, dict(overrides), graph_knobs(settings), part,
                       tensor_parallel, micro_batch, vocab)
+    request = {"kind": "llm_part", "workload": workload, "preset": preset, "overrides": dict(overrides),
+               "settings": settings.to_dict(), "part": part, "tensor_parallel": tensor_parallel,
+               "micro_batch": micro_batch, "vocab": vocab}
+    return PartCompile(key, request, settings)
 
-    def compile_part() -> dict[str, Any]:
-        result = run_extract({"kind": "llm_part", "workload": workload, "preset": preset, "overrides": dict(overrides),
-                              "settings": settings.to_dict(), "part": part, "tensor_parallel": tensor_parallel,
-                              "micro_batch": micro_batch, "vocab": vocab})
-        return {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
-                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
-                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
-                "key": key, "meta": {**graph_meta(result, settings), "llm_part": part}}
 
-    data, _ = cached(CACHE_KIND, key, compile_part, validate=OpGraph.from_dict)
+def part_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
+               tensor_parallel: int, micro_batch: int, vocab: int = 0) -> OpGraph:
+    """The part's OpGraph (cached by content; cold: one compile in a child process, seconds)."""
+    return compiled_part(part_compile(workload, preset, overrides, settings, part, tensor_parallel, micro_batch, vocab))
+
+
+def compiled_part(job: PartCompile) -> OpGraph:
+    data, _ = cached(CACHE_KIND, job.key, lambda: job.entry(run_extract(job.request)), validate=OpGraph.from_dict)
     return OpGraph.from_dict(data)
+
+
+def compile_missing_parts(jobs: list[PartCompile]) -> None:
+    """Compile the parts not yet cached in COMPILE_CHILDREN extraction children, each taking its share one
+    after another (MindSpore imported once per child, not once per part), and cache them. The parts' locks
+    are taken in key order, so cells compiling overlapping sets wait for each other and never deadlock. A
+    part that failed is left uncached: `part_graph` compiles it alone and reports its error."""
+    missing = sorted({job.key: job for job in jobs if not cache_has(CACHE_KIND, job.key)}.values(),
+                     key=lambda job: job.key)
+    if len(missing) < 2:
+        return
+    shares = [missing[i::COMPILE_CHILDREN] for i in range(COMPILE_CHILDREN)]
+    compile_concurrently([functools.partial(compile_share, share) for share in shares if share])
+
+
+def compile_share(share: list[PartCompile]) -> None:
+    with contextlib.ExitStack() as locks:
+        for job in share:
+            locks.enter_context(cache_lock(CACHE_KIND, job.key))
+        todo = [job for job in share if not cache_has(CACHE_KIND, job.key)]   # another cell may have meanwhile
+        if not todo:
+            return
+        for job, result in zip(todo, run_extract_batch([job.request for job in todo])):
+            if result is not None:
+                cache_put(CACHE_KIND, job.key, job.entry(result))
