@@ -96,7 +96,7 @@ def test_parts_compiled_in_one_child_equal_parts_compiled_alone_and_a_failed_one
     from msbench.cache import cache_has
 
     settings = extraction_settings(Settings(mode="graph", amp_level="O2", optimizer="adamw"), 2)
-    jobs = [part_compile("llama2-70b", "tiny", {}, settings, "block", 8, 2),
+    jobs = [part_compile("llama2-70b", "tiny", {}, settings, "block", 2, 2),
             part_compile("llama2-70b", "tiny", {}, settings.replace(recompute="none"), "ends", 1, 2, 256)]
     bad = part_compile("llama2-70b", "tiny", {"heads": 3}, settings, "block", 1, 2)
     monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "batched"))
