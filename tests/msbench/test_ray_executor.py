@@ -93,13 +93,23 @@ class Cluster:
         self.nodes.append(node)
         return node
 
-    def alive(self) -> list[dict]:
+    def gcs_listening(self) -> bool:
+        """Whether the head's GCS port accepts a connection yet: `ray.init` against a port nobody listens
+        on does not fail, it waits for minutes, so no driver is started before this is true."""
+        host, port = self.address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=2.0):
+                return True
+        except OSError:
+            return False
+
+    def alive(self, timeout: float = 120.0) -> list[dict]:
         """The alive nodes, asked by a short driver of its own (Ray reads its token settings at import,
         so every driver of this cluster is a child process with the cluster's environment)."""
         code = ("import json, sys, ray; ray.init(address=sys.argv[1], configure_logging=False, log_to_driver=False); "
                 "print(json.dumps([n for n in ray.nodes() if n.get('Alive')]))")
         out = subprocess.run([sys.executable, "-c", code, self.address], env=self.env, capture_output=True,
-                             text=True, timeout=120)
+                             text=True, timeout=timeout)
         if out.returncode:
             raise ConnectionError(out.stderr[-2000:])
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -112,21 +122,34 @@ class Cluster:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done
 
-    def wait_for(self, count: int, timeout: float = 120.0) -> list[dict]:
-        deadline = time.time() + timeout
+    def wait_for(self, count: int, timeout: float = 300.0) -> list[dict]:
+        """Polls until `count` nodes are alive. A slow start under load (the other pytest worker compiling)
+        is waited for: a driver that hangs is killed and asked again, until the deadline; a node that
+        exited, or the deadline, fails with the nodes' and Ray's own logs."""
+        deadline, last = time.time() + timeout, "no driver was started: the GCS port never accepted a connection"
         while True:
-            try:
-                alive = self.alive()
-                if len(alive) == count:
-                    for node in self.nodes:
-                        node.remember_children()
-                    return alive
-            except ConnectionError:
-                pass
-            if time.time() > deadline:
-                logs = "\n".join(n.log.read_text()[-2000:] for n in self.nodes)
-                raise AssertionError(f"Ray cluster did not reach {count} alive nodes in {timeout:g} s\n{logs}")
+            if self.gcs_listening():
+                try:
+                    alive = self.alive(timeout=max(5.0, min(60.0, deadline - time.time())))
+                    if len(alive) == count:
+                        for node in self.nodes:
+                            node.remember_children()
+                        return alive
+                    last = f"{len(alive)} nodes alive"
+                except (ConnectionError, subprocess.TimeoutExpired) as err:
+                    last = f"{type(err).__name__}: {str(getattr(err, 'stderr', '') or err)[-1500:]}"
+            exited = [n for n in self.nodes if n.proc.poll() is not None]
+            if exited or time.time() > deadline:
+                why = f"{len(exited)} node(s) exited" if exited else f"not in {timeout:g} s"
+                raise AssertionError(f"Ray cluster did not reach {count} alive nodes: {why}; last: {last}\n"
+                                     f"{self.logs()}")
             time.sleep(1.0)
+
+    def logs(self) -> str:
+        """The tails of the nodes' own output and of Ray's GCS and raylet logs, for a failed start."""
+        session = self.temp_dir / "session_latest" / "logs"
+        files = [n.log for n in self.nodes] + sorted(session.glob("gcs_server.*")) + sorted(session.glob("raylet*.out"))
+        return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-1500:]}" for f in files if f.is_file())
 
 
 def label_of(node: dict) -> str:
