@@ -97,8 +97,20 @@ def msbench(args, env, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def has_worker(env):
-    return any("msbench.worker" in text for _, text in described(env))
+def has_worker(run: subprocess.Popen) -> bool:
+    """Whether a cell's worker runs under the `msbench run` process: its own descendants, not a scan of every
+    process's environment, which took seconds under load and let a 6-second run end before the signal."""
+    try:
+        children = psutil.Process(run.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    for child in children:
+        try:
+            if "msbench.worker" in " ".join(child.cmdline()):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return False
 
 
 # --- one writer per run ---------------------------------------------------------------------------
@@ -285,7 +297,8 @@ def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, m
     runs = tmp_path / "runs"
     proc = msbench(["run", str(path), "--out", str(runs), "--run-id", "r", "--quiet", "--jobs", jobs,
                     "--allow-plugin", SLOW_ISOLATED], marked_env)
-    wait_for(lambda: has_worker(marked_env), what="a worker to start")
+    wait_for(lambda: has_worker(proc), what="a worker to start")
+    assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
@@ -305,7 +318,7 @@ def test_sigkill_of_run_leaves_no_worker_and_no_scratch(tmp_path, marked_env):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
     proc = msbench(["run", str(path), "--out", str(tmp_path / "runs"), "--quiet", "--jobs", "2",
                     "--allow-plugin", SLOW_ISOLATED], marked_env)
-    wait_for(lambda: has_worker(marked_env), what="a worker to start")
+    wait_for(lambda: has_worker(proc), what="a worker to start")
     proc.kill()
     proc.wait(30)
     assert_nothing_survives(marked_env)
