@@ -19,7 +19,6 @@ from typing import Any, Callable, Mapping
 
 from hardware.model.compute import Kernel, kernels
 from hardware.model.estimates import estimates_used
-from hardware.model.graph import PARSER_SOURCES, graph_knobs, mindspore_version, workload_sources
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
@@ -30,13 +29,13 @@ from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
 from hardware.model.scaling import (REFERENCE_BATCHES, affine, compile_batches, recount, scale_batch, scale_casts,
                                     scale_kept, scale_op)
-from msbench.cache import cache_dir, content_key, source_hash
+from msbench.cache import cache_dir
 from msbench.settings import Settings
 
 REFERENCE_VOCABS = (256, 512)     # small, and apart from every other dimension of the tiny and full presets
 # A block is compiled at these tensor-parallel ranks' shapes (narrow, wide) and scaled to wider ones.
 REFERENCE_TENSOR_PARALLEL = (8, 4)
-# The graphs already composed in this process, by cache directory and `graphs_key`: a matrix predicts many cells
+# The graphs already composed in this process, by cache directory and the cell's part keys: a matrix predicts many cells
 # of one block and ends (every pipeline layout, optimizer shard and flash attention choice), and loading and
 # scaling them again was most of a warm cell's time (0.19 of its 0.22 s in llm.toml).
 _COMPOSED: dict[tuple[str, str], "LlmGraphs"] = {}
@@ -120,53 +119,63 @@ def scale_width(narrow: OpGraph, wide: OpGraph, x1: int, x2: int, x: int) -> OpG
     return dataclasses.replace(narrow, ops=tuple(ops), meta=meta, **counts)  # type: ignore[arg-type]
 
 
-def graphs_key(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any], settings: Settings,
-               micro_batch: int) -> str:
-    """What every part key of a cell's `llm_graphs` is made of, and the vocabulary its ends are scaled to."""
-    return content_key("llm-graphs", mindspore_version(), source_hash(workload_sources(workload)),
-                       source_hash(PARSER_SOURCES), workload, preset_name, dict(overrides),
-                       graph_knobs(extraction_settings(settings, micro_batch)), settings.tensor_parallel,
-                       micro_batch, preset.vocab_size)
+@dataclass(frozen=True)
+class CellParts:
+    """The compiled parts one cell's graphs are composed of, each keyed as the cache keys it."""
+    workload: str
+    preset_name: str
+    preset: Any
+    overrides: Mapping[str, Any]
+    settings: Settings
+    micro_batch: int
+
+    def block_job(self, rank_tp: int, b: int) -> PartCompile:
+        return part_compile(self.workload, self.preset_name, self.overrides,
+                            extraction_settings(self.settings, b), "block", rank_tp, b)
+
+    def ends_job(self, vocab: int, b: int) -> PartCompile:   # no block to recompute in the ends: one compile for every recompute
+        return part_compile(self.workload, self.preset_name, self.overrides,
+                            extraction_settings(self.settings, b).replace(recompute="none"), "ends", 1, b, vocab)
+
+    def planned(self) -> list[PartCompile]:
+        """The compiles the composition reads, known before any is made (a fallback compile, where two
+        references do not scale, is made when it is found to be needed)."""
+        widths = width_references(self.preset, self.settings.tensor_parallel) or (self.settings.tensor_parallel,)
+        batches = compile_batches(self.micro_batch)
+        return ([self.block_job(t, b) for t in widths for b in batches]
+                + [self.ends_job(v, b) for v in REFERENCE_VOCABS for b in batches])
 
 
-def llm_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
-               settings: Settings, micro_batch: int) -> LlmGraphs:
-    memo = (str(cache_dir(CACHE_KIND)), graphs_key(workload, preset_name, preset, overrides, settings, micro_batch))
+def llm_graphs(parts: CellParts) -> LlmGraphs:
+    planned = parts.planned()
+    # With the planned parts' keys, the layout and the vocabulary the composition is determined (its
+    # fallbacks' keys are made of the same inputs).
+    memo = (str(cache_dir(CACHE_KIND)), parts.settings.tensor_parallel, parts.micro_batch,
+            parts.preset.vocab_size, *(job.key for job in planned))
     if memo not in _COMPOSED:
-        _COMPOSED[memo] = composed_graphs(workload, preset_name, preset, overrides, settings, micro_batch)
+        compile_missing_parts(planned)       # a cell's cold parts are independent: batched into the children first
+        _COMPOSED[memo] = composed_graphs(parts)
     return _COMPOSED[memo]
 
 
-def composed_graphs(workload: str, preset_name: str, preset: Any, overrides: Mapping[str, Any],
-                    settings: Settings, micro_batch: int) -> LlmGraphs:
-    tp = settings.tensor_parallel
+def composed_graphs(parts: CellParts) -> LlmGraphs:
+    """The block and ends at the cell's rank, micro-batch and vocabulary shard, from the cached parts."""
+    tp, micro_batch, preset = parts.settings.tensor_parallel, parts.micro_batch, parts.preset
     v1, v2 = REFERENCE_VOCABS
     widths = width_references(preset, tp)
-
-    def block_job(rank_tp: int, b: int) -> PartCompile:
-        return part_compile(workload, preset_name, overrides, extraction_settings(settings, b), "block", rank_tp, b)
-
-    def ends_job(vocab: int, b: int) -> PartCompile:   # no block to recompute in the ends: one compile for every recompute
-        return part_compile(workload, preset_name, overrides,
-                            extraction_settings(settings, b).replace(recompute="none"), "ends", 1, b, vocab)
 
     def block(b: int) -> OpGraph:
         if widths is not None:
             narrow_tp, wide_tp = widths
-            scaled = scale_width(compiled_part(block_job(narrow_tp, b)), compiled_part(block_job(wide_tp, b)), 1,
-                                 narrow_tp // wide_tp, narrow_tp // tp)
+            scaled = scale_width(compiled_part(parts.block_job(narrow_tp, b)),
+                                 compiled_part(parts.block_job(wide_tp, b)), 1, narrow_tp // wide_tp, narrow_tp // tp)
             if scaled is not None:
                 return scaled
-        return compiled_part(block_job(tp, b))
+        return compiled_part(parts.block_job(tp, b))
 
     def ends(vocab: int) -> OpGraph:
-        return at_batch(lambda b: compiled_part(ends_job(vocab, b)), micro_batch)
+        return at_batch(lambda b: compiled_part(parts.ends_job(vocab, b)), micro_batch)
 
-    # The cold compiles this cell needs are independent: batched into the extraction children first, then
-    # composed from the cache.
-    batches = compile_batches(micro_batch)
-    compile_missing_parts([block_job(t, b) for t in (widths or (tp,)) for b in batches]
-                          + [ends_job(v, b) for v in (v1, v2) for b in batches])
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)
     scaled = scale_vocab(small, large, v1, v2, shard) or ends(shard)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from hardware.model.graph import (COMPILE_CHILDREN, PARSER_SOURCES, compile_concurrently, graph_knobs, graph_meta,
                                   mindspore_version, run_extract, run_extract_batch, workload_sources)
@@ -27,6 +27,7 @@ from msbench.settings import Settings
 CACHE_KIND = "opgraph"
 SCHEMA = 1
 PARTS = ("block", "ends")
+MIN_CHUNK = 4          # parts per child at least: a child's MindSpore import is about one part's compile
 
 
 class PartWorkload:
@@ -137,24 +138,51 @@ def compiled_part(job: PartCompile) -> OpGraph:
     return OpGraph.from_dict(data)
 
 
-def compile_missing_parts(jobs: list[PartCompile]) -> None:
-    """Compile the parts not yet cached in COMPILE_CHILDREN extraction children, each taking its share one
-    after another (MindSpore imported once per child, not once per part), and cache them. The parts' locks
-    are taken in key order, so cells compiling overlapping sets wait for each other and never deadlock. A
-    part that failed is left uncached: `part_graph` compiles it alone and reports its error."""
-    missing = sorted({job.key: job for job in jobs if not cache_has(CACHE_KIND, job.key)}.values(),
-                     key=lambda job: job.key)
+def compile_missing_parts(jobs: Iterable[PartCompile]) -> None:
+    """Compile the parts not yet cached in COMPILE_CHILDREN extraction children at a time, a chunk of
+    parts per child one after another (MindSpore imported once per child, not once per part), and cache
+    them. Chunks are taken from one queue as children finish, largest first, so a matrix's plan of many
+    parts keeps both children busy to its end, and a chunk's parts are cached as soon as its child answers. A chunk's locks are taken in key order, so runs and
+    cells compiling overlapping sets wait for each other and never deadlock. A part that failed is left
+    uncached: `part_graph` compiles it alone and reports its error."""
+    missing = missing_parts(jobs)
     if len(missing) < 2:
         return
-    shares = [missing[i::COMPILE_CHILDREN] for i in range(COMPILE_CHILDREN)]
-    compile_concurrently([functools.partial(compile_share, share) for share in shares if share])
+    queue = ChunkQueue(missing, COMPILE_CHILDREN)
+    compile_concurrently([queue.drain] * min(COMPILE_CHILDREN, len(missing)))
 
 
-def compile_share(share: list[PartCompile]) -> None:
+def missing_parts(jobs: Iterable[PartCompile]) -> list[PartCompile]:
+    """The distinct parts not yet cached, blocks first (the dearer compiles), then by key."""
+    return sorted({job.key: job for job in jobs if not cache_has(CACHE_KIND, job.key)}.values(),
+                  key=lambda job: (job.request["part"] != "block", job.key))
+
+
+class ChunkQueue:
+    """Guided self-scheduling (Polychronopoulos & Kuck, 1987): each chunk is a share of what is left,
+    ceil(left / 2·children), but never fewer than MIN_CHUNK parts (nor more than a child's even share),
+    so that few children are started and the last ones are short."""
+
+    def __init__(self, jobs: list[PartCompile], children: int) -> None:
+        self.jobs, self.children, self.lock = list(jobs), children, threading.Lock()
+
+    def take(self) -> list[PartCompile]:
+        with self.lock:
+            left = len(self.jobs)
+            size = max(-(-left // (2 * self.children)), min(MIN_CHUNK, -(-left // self.children)))
+            chunk, self.jobs = self.jobs[:size], self.jobs[size:]
+            return chunk
+
+    def drain(self) -> None:
+        while chunk := self.take():
+            compile_chunk(chunk)
+
+
+def compile_chunk(chunk: list[PartCompile]) -> None:
     with contextlib.ExitStack() as locks:
-        for job in share:
+        for job in sorted(chunk, key=lambda job: job.key):
             locks.enter_context(cache_lock(CACHE_KIND, job.key))
-        todo = [job for job in share if not cache_has(CACHE_KIND, job.key)]   # another cell may have meanwhile
+        todo = [job for job in chunk if not cache_has(CACHE_KIND, job.key)]   # another cell may have meanwhile
         if not todo:
             return
         for job, result in zip(todo, run_extract_batch([job.request for job in todo])):

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from hardware.model.compute import matrix_tflops
 from hardware.model.llm.compose import LlmStep, compose
-from hardware.model.llm.extraction import LlmGraphs, llm_costs, llm_graphs, vocab_shard
+from hardware.model.llm.extraction import CellParts, LlmGraphs, llm_costs, llm_graphs, vocab_shard
 from hardware.model.llm.shape import DecoderShape, Parallel
 from hardware.model.predict import Prediction, canonical
 from hardware.model.profile import HardwareProfile
@@ -73,12 +73,19 @@ def predict_llm(graphs: LlmGraphs, preset: Any, settings: Settings, profile: Har
     return step_prediction(step, par, profile, costs.estimates)
 
 
-def predict_llm_cell(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings,
-                     profile: HardwareProfile) -> tuple[Prediction, LlmGraphs]:
+def cell_parts(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings) -> CellParts:
+    """The parts the cell is composed of; a layout the model cannot be split by is refused first."""
     from workloads.registry import get_workload
-    from workloads.transformer.config import llm_parameter_count
 
     preset = get_workload(workload).preset(preset_name, overrides)
-    parallel_layout(settings, preset).check(decoder_shape(preset))      # refuse before compiling
-    graphs = llm_graphs(workload, preset_name, preset, overrides, settings, micro_batch(settings, preset))
-    return predict_llm(graphs, preset, settings, profile, llm_parameter_count(preset)), graphs
+    parallel_layout(settings, preset).check(decoder_shape(preset))
+    return CellParts(workload, preset_name, preset, overrides, settings, micro_batch(settings, preset))
+
+
+def predict_llm_cell(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings,
+                     profile: HardwareProfile) -> tuple[Prediction, LlmGraphs]:
+    from workloads.transformer.config import llm_parameter_count
+
+    parts = cell_parts(workload, preset_name, overrides, settings)
+    graphs = llm_graphs(parts)
+    return predict_llm(graphs, parts.preset, settings, profile, llm_parameter_count(parts.preset)), graphs
