@@ -304,6 +304,7 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     try:
         with open_executor(executor, jobs=jobs, address=address) as cells, \
                 progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
+            cells.prepare(pending, job, announce=print if progress else lambda line: None)
             for batch in (first, rest):
                 cells.run(batch, job, finish)
     except DiskFullError:

@@ -26,7 +26,9 @@ PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware" / "profiles"
 @runtime_checkable
 class Target(Protocol):
     """Runs a cell and returns its Record. `isolate` targets run each cell in a fresh subprocess.
-    Optional `parallel_cells`: how many cells may run at once when `--jobs` is not given (default 1)."""
+    Optional `parallel_cells`: how many cells may run at once when `--jobs` is not given (default 1).
+    Optional `prepare(cells, announce)`: work the cells share, done once before any of them runs, on the
+    machine they run on (`announce(line)` tells the user what is being done)."""
 
     name: str
     isolate: bool

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from hardware.capabilities import Facts, refusal
 from hardware.mindspore.accuracy import ACCURACY_SEEDS
@@ -20,6 +20,7 @@ from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
+from msbench.errors import ConfigError
 from msbench.records import Metrics, Record
 from msbench.scenario import scenario_refusal
 from msbench.settings import DEFAULTS, Settings
@@ -178,6 +179,28 @@ class ModelTarget:
                     "block; a forward-only LLM prediction is not built")
         return scenario_refusal(cell.settings, cell.scenario) or refusal(cell.settings, self.kind,
                                                                           self.facts(llm=llm_composed(cell)))
+
+    def prepare(self, cells: Sequence[Cell], announce: Callable[[str], None]) -> None:
+        """Compile every LLM part the cells will read before any of them runs: a matrix's cold parts are
+        then shared by two extraction children in all, not started two per cold cell (each importing
+        MindSpore). A cell whose parts cannot be planned (a layout its model cannot be split by) is left
+        to report that itself when it runs."""
+        from hardware.model.llm.parts import compile_missing_parts, missing_parts
+        from hardware.model.llm.predict import cell_parts
+
+        jobs, planned = [], 0
+        for cell in cells:
+            if self.supports(cell) or not llm_composed(cell):
+                continue
+            try:
+                jobs += cell_parts(cell.workload, cell.preset, cell.overrides, cell.settings).planned()
+            except ConfigError:
+                continue
+            planned += 1
+        missing = missing_parts(jobs)
+        if missing:
+            announce(f"compiling the {len(missing)} LLM parts that {planned} cells share, first")
+            compile_missing_parts(missing)
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
+from msbench.cell import Cell
 from msbench.errors import UserError
 from msbench.matrix import Entry
 from msbench.records import Record
@@ -41,9 +42,26 @@ class CellJob:
         return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins,
                         wait_quiet_s=self.wait_quiet_s)
 
+    def prepare(self, entries: Sequence[Entry], announce: Callable[[str], None]) -> None:
+        """Each target's work that its cells share, done once before any runs (the optional
+        `Target.prepare`: the device model compiles a matrix's LLM parts)."""
+        from msbench.targets import resolve_target
+
+        cells: dict[str, list[Cell]] = {}
+        for entry in entries:
+            if entry.status != "invalid":
+                cells.setdefault(entry.cell.target, []).append(entry.cell)
+        for name, chosen in cells.items():
+            prepare = getattr(resolve_target(name, self.plugins, **self.options), "prepare", None)
+            if prepare is not None:
+                prepare(chosen, announce)
+
 
 class Executor(Protocol):
     name: str
+
+    def prepare(self, entries: Sequence[Entry], job: CellJob, announce: Callable[[str], None]) -> None:
+        """Before `run`: `job.prepare` where the cells will run, or nothing where that is not here."""
 
     def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
         """Run every entry with `job` and call `done(entry, record)` in this thread as each finishes.

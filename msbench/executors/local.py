@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Sequence
+from typing import Callable, Sequence
 
 from msbench.child import kill_live_children
 from msbench.executors import CellJob, Done
@@ -18,6 +18,13 @@ class LocalExecutor:
 
     def __init__(self, jobs: int = 1) -> None:
         self.jobs = jobs
+
+    def prepare(self, entries: Sequence[Entry], job: CellJob, announce: Callable[[str], None]) -> None:
+        try:
+            job.prepare(entries, announce)
+        except BaseException:
+            kill_live_children()        # an interrupt: the compile children go with it
+            raise
 
     def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
         if self.jobs <= 1:

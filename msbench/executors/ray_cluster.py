@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from msbench.errors import UserError
 from msbench.executors import CellJob, Done
@@ -168,6 +168,10 @@ class RayExecutor:
         # Ray's own retries off: this executor counts them, and a cell's exception is never retried.
         return self.remote.options(name=f"msbench {cell.id} {cell.workload}", max_retries=0, retry_exceptions=False,
                                    scheduling_strategy="SPREAD", **attempt.need.ray_options()).remote(job, attempt.entry)
+
+    def prepare(self, entries: Sequence[Entry], job: CellJob, announce: Callable[[str], None]) -> None:
+        """Nothing: each task may land on another node with its own cache, so the driver's work would not
+        be the cells'."""
 
     def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
         from msbench.runner import failure_record

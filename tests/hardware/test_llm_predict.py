@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hardware.model.target import predict_cell
+from msbench.errors import ConfigError
 from msbench.settings import make_settings
 
 BASE = {"mode": "graph", "optimizer": "adamw", "batch_size": 2, "devices": 4, "parallel_mode": "semi_auto"}
@@ -50,3 +51,31 @@ def test_a_trace_of_a_composed_llm_step_is_refused_with_the_reason(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 2 and "--trace" in err and "composed from per-block costs" in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp_path, monkeypatch):
+    """`ModelTarget.prepare` (the runner calls it before a matrix's cells) plans and compiles the parts of all
+    its LLM cells at once; the cells then compose from the cache alone. A cell whose layout is refused
+    (8 does not divide the 4 heads) is left to report that itself."""
+    from hardware.model.llm import parts
+    from hardware.model.target import ModelTarget
+    from msbench.cell import Cell
+
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path))
+    cells = [Cell(workload="llama2-7b", settings=make_settings({**BASE, "sink": True, "devices": 8, "tensor_parallel": tp}))
+             for tp in (1, 2, 8)]
+    target, said = ModelTarget("ascend910b"), []
+    target.prepare(cells, said.append)
+    assert said == ["compiling the 4 LLM parts that 2 cells share, first"]    # a block per rank, the ends twice
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a cell compiled a part that prepare should have")
+
+    monkeypatch.setattr(parts, "run_extract", no_compile)
+    monkeypatch.setattr(parts, "run_extract_batch", no_compile)
+    target.prepare(cells, said.append)
+    assert len(said) == 1                                                    # nothing left to compile
+    assert [target.run(cell).status for cell in cells[:2]] == ["ok", "ok"]
+    with pytest.raises(ConfigError, match="tensor_parallel=8"):
+        target.run(cells[2])
