@@ -7,9 +7,10 @@ on a 5 ms and a 500 ms cell, with a robust (soft-L1) loss: on a shared machine a
 during a neighbour's burst is an outlier, and must not drag every parameter. Memory: peak = (planned + workspace) x (1 + fragmentation) is linear
 in (1 + f, workspace x (1 + f)), solved by least squares on relative error.
 
-    python -m hardware.model.fit hardware/calibration/data/cpu_validation_run.jsonl
+    python -m hardware.model.fit hardware/calibration/data/cpu_validation_run.jsonl [--profile cpu]
 
-prints the fitted values as TOML lines for hardware/profiles/cpu.toml. It refuses a run whose cells were
+prints the fitted values as TOML lines for hardware/profiles/cpu.toml (or the --profile's), with the CPU
+model the run was measured on, which the profile names as `fitted_cpu`. It refuses a run whose cells were
 not measured quietly and comparably (msbench.conditions); `--accept-conditions REASON` fits anyway and
 prints what it accepted and why, which the profile's header must repeat.
 """
@@ -148,24 +149,34 @@ def toml_lines(profile: HardwareProfile) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
     from pathlib import Path
 
     from hardware.model.validate import fit_cases, measured_records
     from msbench.conditions import mixed, not_quiet, of_record
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    accepted = None
-    if len(args) == 3 and args[1] == "--accept-conditions" and args[2].strip():
-        args, accepted = args[:1], args[2].strip()
-    if len(args) != 1:
-        print("usage: python -m hardware.model.fit RUN.jsonl [--accept-conditions REASON]", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="python -m hardware.model.fit")
+    parser.add_argument("run", help="a run of matrices/validation.toml on mindspore:cpu (JSONL)")
+    parser.add_argument("--profile", default="cpu", help="the cpu-kind profile whose free parameters are fitted")
+    parser.add_argument("--accept-conditions", metavar="REASON", help="fit a run that the conditions rule flags")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    accepted = None if args.accept_conditions is None else args.accept_conditions.strip()
+    if accepted == "":
+        parser.print_usage(sys.stderr)
+        print("fit: error: --accept-conditions needs a reason (it goes into the profile's header)", file=sys.stderr)
         return 2
+    records = measured_records(Path(args.run))
     # Constants fitted to a loaded machine absorb its time-slicing (steps here are ~2x slower loaded),
     # and fitting to a mix averages two machines: refuse both, and say which cell and why.
-    labelled = [(f"{r.cell.workload} {r.cell.label}", of_record(r)) for r in measured_records(Path(args[0]))]
+    labelled = [(f"{r.cell.workload} {r.cell.label}", of_record(r)) for r in records]
     loaded = [(label, why) for label, why in ((label, not_quiet(cond)) for label, cond in labelled) if why]
     why = mixed(labelled) or (f"{len(loaded)} of {len(labelled)} cells were not measured on a quiet machine, "
                               f"first {loaded[0][0]}: {loaded[0][1]}" if loaded else None)
+    cpus = sorted({str((r.provenance.get("cpu") or {}).get("model", "")) for r in records})
+    if len(cpus) != 1:       # one fit describes one CPU; no condition can be accepted across two
+        print(f"fit: error: the run's cells were measured on {len(cpus)} CPU models ({', '.join(cpus)}); "
+              "a profile is fitted to one", file=sys.stderr)
+        return 2
     if why and not accepted:
         print(f"fit: error: the run's cells were not measured under quiet, comparable machine conditions ({why}); "
               "re-measure them with `msbench run --wait-quiet SECONDS` on a quiet machine, or fit anyway with "
@@ -174,12 +185,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if why:
         print(f"# conditions: {why}; accepted because: {accepted}")
-    base = load_profile("cpu")
-    cases = fit_cases(args[0], "cpu")
+    base = load_profile(args.profile)
+    if base.profile.kind != "cpu":
+        print(f"fit: error: --profile {args.profile} is a {base.profile.kind} profile; allowed: a cpu-kind profile",
+              file=sys.stderr)
+        return 2
+    cases = fit_cases(args.run, args.profile)
     fitted = fit_memory(fit_time(base, cases), cases)
     before = np.abs(time_residuals(base, cases))
     after = np.abs(time_residuals(fitted, cases))
     print(f"# {len(cases)} fit cells; median |log error| {np.median(before):.3f} -> {np.median(after):.3f}")
+    print(f'profile.fitted_cpu = "{cpus[0]}"')
     print("\n".join(toml_lines(fitted)))
     return 0
 

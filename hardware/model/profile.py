@@ -50,6 +50,9 @@ class ProfileInfo:
     name: str
     description: str
     kind: str                  # "npu" (a separate accelerator) or "cpu" (the host is the device)
+    # cpu profiles: the CPU model (/proc/cpuinfo "model name") of the runs the fit was measured on. A fit
+    # predicts that CPU; msbench validate says when it is compared with another.
+    fitted_cpu: str = ""
 
 
 @dataclass(frozen=True)

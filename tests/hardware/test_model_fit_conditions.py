@@ -9,11 +9,12 @@ from msbench.settings import Settings
 from msbench.store import RunStore
 
 
-def record(store, seed, others, load=0.1):
+def record(store, seed, others, load=0.1, cpu="AMD EPYC"):
     cell = Cell(workload="resnet50", preset="tiny", settings=Settings(seed=seed), label=f"seed={seed}",
                 target="mindspore:cpu")
-    store.append(Record(cell=cell, status="ok", metrics=Metrics(step_time_s=0.01, extra={"conditions": {
-        "cores": 2, "load_before": [load, load, load], "others_during": others}})))
+    store.append(Record(cell=cell, status="ok", provenance={"cpu": {"model": cpu, "cores": 2}},
+                        metrics=Metrics(step_time_s=0.01, extra={"conditions": {
+                            "cores": 2, "load_before": [load, load, load], "others_during": others}})))
 
 
 def test_fit_refuses_mixed_conditions(tmp_path, capsys):
@@ -50,3 +51,12 @@ def test_accepting_the_conditions_needs_a_reason_and_says_what_was_accepted(tmp_
     record(store, 1, 0.3)
     assert main([str(store.path), "--accept-conditions", " "]) == 2          # no reason: refused, usage
     assert "usage" in capsys.readouterr().err
+
+
+def test_fit_refuses_a_run_measured_on_two_cpu_models_even_when_accepted(tmp_path, capsys):
+    store = RunStore(tmp_path / "run.jsonl")
+    record(store, 1, 0.0)
+    record(store, 2, 0.0, cpu="Intel(R) Xeon(R) Processor")
+    assert main([str(store.path), "--accept-conditions", "resumed on another machine"]) == 2
+    assert "measured on 2 CPU models (AMD EPYC, Intel(R) Xeon(R) Processor); a profile is fitted to one" \
+        in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hardware.model.fit import FitCase, fit_memory, fit_time, time_residuals, with_values  # noqa: E402
 from hardware.model.profile import load_profile  # noqa: E402
-from hardware.model.validate import VALIDATION_MATRIX, Comparison, goals_met, split_of, summarize  # noqa: E402
+from hardware.model.validate import (VALIDATION_MATRIX, Comparison, cpu_identity, cpu_warning, goals_met,  # noqa: E402
+                                     split_of, summarize)
 from model_graphs import FakeHost, mlp_step, many_small  # noqa: E402
 from msbench.matrix import load_matrix  # noqa: E402
 from msbench.settings import Settings  # noqa: E402
@@ -41,6 +43,22 @@ def test_summary_statistics_and_goals():
     assert goals_met(s) == {"step_median_abs_error": True, "step_spearman": True, "memory_median_abs_error": True}
     bad = summarize([row(1.0, 3.0, mem=50), row(2.0, 1.0, mem=50), row(3.0, 2.0, mem=50)])
     assert not any(goals_met(bad).values())
+
+
+def measured_on(*models):
+    return [SimpleNamespace(provenance={"cpu": {"model": m, "cores": 2}}) for m in models]
+
+
+def test_a_comparison_says_when_the_run_measured_another_cpu_than_the_fit():
+    """The cpu profile predicts the CPU it was fitted on; this machine kind has been an AMD EPYC and an
+    Intel Xeon, so validate names both when they differ and stays silent when they agree."""
+    fitted = load_profile("cpu").profile.fitted_cpu
+    assert fitted and cpu_warning(cpu_identity("cpu", measured_on(fitted, fitted)), "cpu") is None
+    other = cpu_identity("cpu", measured_on("Intel(R) Xeon(R) Processor"))
+    assert other["same_cpu"] is False and other["measured_cpu"] == ["Intel(R) Xeon(R) Processor"]
+    warning = cpu_warning(other, "cpu")
+    assert f"fitted on {fitted}" in warning and "measured Intel(R) Xeon(R) Processor" in warning
+    assert not cpu_identity("cpu", measured_on(fitted, "Intel(R) Xeon(R) Processor"))["same_cpu"]   # a mixed run
 
 
 def test_fit_recovers_known_parameters():
