@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     from pathlib import Path
 
-    from hardware.model.validate import fit_cases, measured_records
+    from hardware.model.validate import fit_cases, measured_cpus, measured_records
     from msbench.conditions import mixed, not_quiet, of_record
 
     parser = argparse.ArgumentParser(prog="python -m hardware.model.fit")
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = [(label, why) for label, why in ((label, not_quiet(cond)) for label, cond in labelled) if why]
     why = mixed(labelled) or (f"{len(loaded)} of {len(labelled)} cells were not measured on a quiet machine, "
                               f"first {loaded[0][0]}: {loaded[0][1]}" if loaded else None)
-    cpus = sorted({str((r.provenance.get("cpu") or {}).get("model", "")) for r in records})
+    cpus = measured_cpus(records)
     if len(cpus) != 1:       # one fit describes one CPU; no condition can be accepted across two
         print(f"fit: error: the run's cells were measured on {len(cpus)} CPU models ({', '.join(cpus)}); "
               "a profile is fitted to one", file=sys.stderr)

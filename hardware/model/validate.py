@@ -143,16 +143,28 @@ def fit_cases(run_path: str | Path, profile: str) -> list:
     return cases
 
 
+def measured_cpus(records: Sequence[Record]) -> list[str]:
+    """The CPU models (provenance.cpu.model) the records were measured on."""
+    return sorted({str((r.provenance.get("cpu") or {}).get("model", "")) for r in records})
+
+
+def cpu_profiles() -> list[str]:
+    """The cpu-kind profiles: the ones validated against real runs here."""
+    from hardware.model.profile import load_profile, profile_names
+
+    return [name for name in profile_names() if load_profile(name).profile.kind == "cpu"]
+
+
 def cpu_identity(profile: str, records: Sequence[Record]) -> dict[str, Any]:
     """The CPU the profile was fitted on against the CPU(s) the run measured. This machine kind is not
     one CPU (AMD EPYC on one day, an Intel Xeon 1.7x faster (median) on another), and a fit predicts its own,
     so a comparison across CPUs measures the change of CPU as much as the model."""
-    from hardware.model.profile import load_profile, profile_names
+    from hardware.model.profile import load_profile
 
     fitted = load_profile(profile).profile.fitted_cpu
-    measured = sorted({str((r.provenance.get("cpu") or {}).get("model", "")) for r in records})
-    alternatives = [name for name in profile_names()
-                    if (p := load_profile(name).profile).kind == "cpu" and name != profile and measured == [p.fitted_cpu]]
+    measured = measured_cpus(records)
+    alternatives = [name for name in cpu_profiles()
+                    if name != profile and measured == [load_profile(name).profile.fitted_cpu]]
     return {"fitted_cpu": fitted, "measured_cpu": measured, "same_cpu": bool(fitted) and measured == [fitted],
             "profiles_fitted_on_the_measured_cpu": alternatives}
 
@@ -214,19 +226,19 @@ def published_command(args: argparse.Namespace) -> int:
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    from hardware.model.profile import load_profile, profile_names
+    from hardware.model.profile import load_profile
     from hardware.validation.cases import load_catalogue
     from msbench.errors import ConfigError
 
-    real_runs = load_profile(args.profile).profile.kind == "cpu"     # a cpu-kind profile: real runs here
+    load_profile(args.profile)                  # an unknown name is refused with the names allowed
+    real_runs = args.profile in cpu_profiles()
     if real_runs and args.skip:
         raise ConfigError("--skip", args.skip[0],
                           "only with a published-runs profile (--profile ascend910a|ascend910b)")
     if not real_runs:
         chips = sorted({c.profile for c in load_catalogue().expressible()})
         if args.profile not in chips:
-            cpus = [n for n in profile_names() if load_profile(n).profile.kind == "cpu"]
-            raise ConfigError("profile", args.profile, ", ".join([*cpus, *chips]),
+            raise ConfigError("profile", args.profile, ", ".join([*cpu_profiles(), *chips]),
                               rule="validation data exists for the cpu profiles (real runs here) and these published chips")
         return published_command(args)
     out = Path(args.out)
