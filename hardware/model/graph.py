@@ -9,18 +9,20 @@ changes the compiled graph.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hardware.capabilities import graph_knobs
-from msbench.cache import cache_dir, cache_get, cached, content_key, source_hash
+from msbench.cache import cache_dir, cache_get, cache_has, cache_lock, cache_put, cached, content_key, source_hash
 from msbench.host_share import shared_host
 from msbench.settings import Settings
 from hardware.model.extract import REPO_ROOT, ChildError, run_child
@@ -37,6 +39,7 @@ EXTRACT_TIMEOUT_S = 600.0
 # enough that one per core keeps the host busy, and a large LLM part's child holds several GB while it runs.
 COMPILE_CHILDREN = max(1, min(2, os.cpu_count() or 1))
 COMPILE_SLOTS = threading.BoundedSemaphore(COMPILE_CHILDREN)
+MIN_CHUNK = 4          # compiles per child at least: a child's MindSpore import is about one small compile
 # Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
 PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py",
                                                                          "cpu_optimizers.py"))
@@ -90,33 +93,57 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
     batches, and for stacks of identical blocks deeper than the reference depths, it is scaled exactly
     from small cached extractions (hardware/model/scaling.py); otherwise one compile in a child process.
     `compile_missing=False` never compiles: a graph not in the cache raises GraphNotCached."""
-    from workloads.registry import get_workload
-    from workloads.train_step import micro_batch_size
-
     overrides = dict(overrides or {})
     check_preset(workload, preset, overrides)
     key = graph_key(workload, preset, overrides, settings)
     memo_key = (str(cache_dir(CACHE_KIND)), key)
     if memo_key in _LOADED:
         return _LOADED[memo_key]
-    wl = get_workload(workload)
-    full = wl.preset(preset, overrides)
-    micro = micro_batch_size(full, settings)
-    stacks = {f: getattr(full, f) for f in wl.identical_blocks if getattr(full, f) > 0}
+    plan = graph_plan(workload, preset, overrides, settings)
+    if compile_missing:
+        compile_missing_graphs(plan.compiles())
     graph = None
-    depths = [{**overrides, **dict.fromkeys(stacks, d)} for d in REFERENCE_DEPTHS] \
-        if len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1] else []
-    batches = [dataclasses.replace(settings, batch_size=b) for b in REFERENCE_BATCHES] \
-        if micro > REFERENCE_BATCHES[-1] else [settings]
-    compile_concurrently([functools.partial(direct_graph, workload, preset, o, s, compile_missing)
-                          for o in depths or [overrides] for s in batches])
-    if depths:
-        shallow = [batch_graph(workload, preset, o, settings, micro, compile_missing) for o in depths]
-        graph = scale_depth(*shallow, max(stacks.values()))
-    graph = graph or batch_graph(workload, preset, overrides, settings, micro, compile_missing)
+    if plan.depths:
+        shallow = [batch_graph(workload, preset, o, settings, plan.micro, compile_missing) for o in plan.depths]
+        graph = scale_depth(*shallow, plan.depth)
+    graph = graph or batch_graph(workload, preset, overrides, settings, plan.micro, compile_missing)
     graph = dataclasses.replace(graph, key=key, meta={**graph.meta, "graph_knobs": graph_knobs(settings)})
     _LOADED[memo_key] = graph
     return graph
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    """The compiles one cell's graph is made of, known before any is made: the cell's batch, or the two
+    reference batches above them, at its own depth or at the two reference depths of a deeper stack (a
+    fallback compile at the cell's batch, where two references do not scale, is made when it is needed)."""
+    workload: str
+    preset: str
+    overrides: dict[str, Any]
+    settings: Settings
+    micro: int                              # the cell's micro-batch
+    depth: int                              # blocks per identical stack; 0 when none is scaled
+    depths: list[dict[str, Any]]            # the overrides of the reference depths (empty: its own depth)
+
+    def compiles(self) -> list["GraphCompile"]:
+        batches = [dataclasses.replace(self.settings, batch_size=b) for b in REFERENCE_BATCHES] \
+            if self.micro > REFERENCE_BATCHES[-1] else [self.settings]
+        return [train_step_compile(self.workload, self.preset, o, s) for o in self.depths or [self.overrides]
+                for s in batches]
+
+
+def graph_plan(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> GraphPlan:
+    from workloads.registry import get_workload
+    from workloads.train_step import micro_batch_size
+
+    overrides = dict(overrides or {})
+    wl = get_workload(workload)
+    full = wl.preset(preset, overrides)
+    stacks = {f: getattr(full, f) for f in wl.identical_blocks if getattr(full, f) > 0}
+    deep = len(set(stacks.values())) == 1 and max(stacks.values()) > REFERENCE_DEPTHS[-1]
+    depths = [{**overrides, **dict.fromkeys(stacks, d)} for d in REFERENCE_DEPTHS] if deep else []
+    return GraphPlan(workload, preset, overrides, settings, micro_batch_size(full, settings),
+                     max(stacks.values()) if deep else 0, depths)
 
 
 def batch_graph(workload: str, preset: str, overrides: dict[str, Any], settings: Settings, micro: int,
@@ -138,30 +165,105 @@ def graph_knobs(settings: Settings) -> dict[str, Any]:
 def direct_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings,
                  compile_missing: bool = True) -> OpGraph:
     """The OpGraph compiled at the cell's own batch (cached; cold: one compile in a child process)."""
-    key = graph_key(workload, preset, overrides, settings)
-    memo_key = (str(cache_dir(CACHE_KIND)), key)
+    job = train_step_compile(workload, preset, overrides, settings)
+    memo_key = (str(cache_dir(CACHE_KIND)), job.key)
     if memo_key in _LOADED:
         return _LOADED[memo_key]
-
-    def compile_step() -> dict[str, Any]:
-        check_preset(workload, preset, overrides)
-        result = run_extract({"kind": "train_step", "workload": workload, "preset": preset,
-                              "overrides": overrides, "settings": settings.to_dict()})
-        return {"workload": workload, "preset": preset, "batch_size": result["batch_size"],
-                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
-                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
-                "key": key, "meta": graph_meta(result, settings)}
-
     if compile_missing:
-        data, _ = cached(CACHE_KIND, key, compile_step, validate=OpGraph.from_dict)   # a junk entry is recompiled
+        check_preset(workload, preset, overrides)
+        graph = compiled_graph(job)
     else:
-        found = cache_get(CACHE_KIND, key, validate=OpGraph.from_dict)
+        found = cache_get(CACHE_KIND, job.key, validate=OpGraph.from_dict)
         if found is None:
             raise GraphNotCached(f"no cached graph of {workload} ({preset}) at batch {settings.batch_size}")
-        data = found
-    graph = OpGraph.from_dict(data)
+        graph = OpGraph.from_dict(found)
     _LOADED[memo_key] = graph
     return graph
+
+
+def train_step_compile(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings) -> "GraphCompile":
+    request = {"kind": "train_step", "workload": workload, "preset": preset, "overrides": dict(overrides),
+               "settings": settings.to_dict()}
+    return GraphCompile(graph_key(workload, preset, overrides, settings), request, settings)
+
+
+@dataclass(frozen=True)
+class GraphCompile:
+    """One graph's cache key, the extraction child's request that compiles it, and the settings its meta is
+    read with (`meta`: what the entry's meta adds, e.g. an LLM part's name)."""
+    key: str
+    request: dict[str, Any]
+    settings: Settings
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The cache entry (an OpGraph's dict) of the child's answer."""
+        r = self.request
+        return {"workload": r["workload"], "preset": r["preset"], "batch_size": result["batch_size"],
+                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
+                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
+                "key": self.key, "meta": {**graph_meta(result, self.settings), **self.meta}}
+
+
+def compiled_graph(job: GraphCompile) -> OpGraph:
+    """The job's OpGraph, cached by content; cold: one compile in a child process (a junk entry is recompiled)."""
+    data, _ = cached(CACHE_KIND, job.key, lambda: job.entry(run_extract(job.request)), validate=OpGraph.from_dict)
+    return OpGraph.from_dict(data)
+
+
+def compile_missing_graphs(jobs: Iterable[GraphCompile]) -> None:
+    """Compile the jobs not yet cached in COMPILE_CHILDREN extraction children at a time, a chunk of
+    jobs per child one after another (MindSpore imported once per child, ~3 s, not once per graph), and
+    cache them. Chunks are taken from one queue as children finish, largest first, so a matrix's plan of
+    many graphs keeps both children busy to its end, and a chunk's graphs are cached as soon as its child
+    answers. A chunk's locks are taken in key order, so runs and cells compiling overlapping sets wait
+    for each other and never deadlock. A job that failed is left uncached: `compiled_graph` compiles it
+    alone and reports its error."""
+    missing = missing_graphs(jobs)
+    if len(missing) < 2:
+        return
+    queue = ChunkQueue(missing, COMPILE_CHILDREN)
+    compile_concurrently([queue.drain] * min(COMPILE_CHILDREN, len(missing)))
+
+
+def missing_graphs(jobs: Iterable[GraphCompile]) -> list[GraphCompile]:
+    """The distinct jobs not yet cached, the dearer compiles first (an LLM block, then whole training steps,
+    then the rest), then by key."""
+    order = {"block": 0, None: 1}
+    return sorted({job.key: job for job in jobs if not cache_has(CACHE_KIND, job.key)}.values(),
+                  key=lambda job: (order.get(job.request.get("part"), 2), job.key))
+
+
+class ChunkQueue:
+    """Guided self-scheduling (Polychronopoulos & Kuck, 1987): each chunk is a share of what is left,
+    ceil(left / 2·children), but never fewer than MIN_CHUNK jobs (nor more than a child's even share),
+    so that few children are started and the last ones are short."""
+
+    def __init__(self, jobs: list[GraphCompile], children: int) -> None:
+        self.jobs, self.children, self.lock = list(jobs), children, threading.Lock()
+
+    def take(self) -> list[GraphCompile]:
+        with self.lock:
+            left = len(self.jobs)
+            size = max(-(-left // (2 * self.children)), min(MIN_CHUNK, -(-left // self.children)))
+            chunk, self.jobs = self.jobs[:size], self.jobs[size:]
+            return chunk
+
+    def drain(self) -> None:
+        while chunk := self.take():
+            compile_chunk(chunk)
+
+
+def compile_chunk(chunk: list[GraphCompile]) -> None:
+    with contextlib.ExitStack() as locks:
+        for job in sorted(chunk, key=lambda job: job.key):
+            locks.enter_context(cache_lock(CACHE_KIND, job.key))
+        todo = [job for job in chunk if not cache_has(CACHE_KIND, job.key)]   # another cell may have meanwhile
+        if not todo:
+            return
+        for job, result in zip(todo, run_extract_batch([job.request for job in todo])):
+            if result is not None:
+                cache_put(CACHE_KIND, job.key, job.entry(result))
 
 
 def graph_meta(result: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -181,26 +181,30 @@ class ModelTarget:
                                                                           self.facts(llm=llm_composed(cell)))
 
     def prepare(self, cells: Sequence[Cell], announce: Callable[[str], None]) -> None:
-        """Compile every LLM part the cells will read before any of them runs: a matrix's cold parts are
-        then shared by two extraction children in all, not started two per cold cell (each importing
-        MindSpore). A cell whose parts cannot be planned (a layout its model cannot be split by) is left
-        to report that itself when it runs."""
-        from hardware.model.llm.parts import compile_missing_parts, missing_parts
+        """Compile every graph the cells will read before any of them runs (an LLM's parts, or the
+        training steps at the reference batches and depths): a matrix's cold graphs are then shared by two
+        extraction children in all, a chunk of compiles each, not started one or two per cold cell, each
+        importing MindSpore (~2 s of a ~13 s compile), and both children stay busy to the matrix's last
+        graph. A cell whose graphs cannot be planned (a layout its model cannot be split by, a bad preset
+        override) is left to report that itself when it runs."""
+        from hardware.model.graph import compile_missing_graphs, graph_plan, missing_graphs
         from hardware.model.llm.predict import cell_parts
 
         jobs, planned = [], 0
         for cell in cells:
-            if self.supports(cell) or not llm_composed(cell):
+            if self.supports(cell):
                 continue
             try:
-                jobs += cell_parts(cell.workload, cell.preset, cell.overrides, cell.settings).planned()
+                jobs += (cell_parts(cell.workload, cell.preset, cell.overrides, cell.settings).planned()
+                         if llm_composed(cell) else
+                         graph_plan(cell.workload, cell.preset, cell.overrides, cell.settings).compiles())
             except ConfigError:
                 continue
             planned += 1
-        missing = missing_parts(jobs)
+        missing = missing_graphs(jobs)
         if missing:
-            announce(f"compiling the {len(missing)} LLM parts that {planned} cells share, first")
-            compile_missing_parts(missing)
+            announce(f"compiling the {len(missing)} graphs that {planned} cells read, first")
+            compile_missing_graphs(missing)
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability

@@ -87,12 +87,12 @@ def test_only_ranks_wider_than_both_references_that_split_evenly_are_scaled():
 @pytest.mark.slow
 def test_parts_compiled_in_one_child_equal_parts_compiled_alone_and_a_failed_one_is_left_uncached(
         tmp_path, monkeypatch):
-    """`compile_missing_parts` compiles a cell's missing parts a few to a child (MindSpore imported once per
+    """`compile_missing_graphs` compiles a cell's missing parts a few to a child (MindSpore imported once per
     child). Each part equals the part compiled in a child of its own; a request that fails in its child
-    (3 heads do not divide the width) is not cached, so `compiled_part` compiles it alone and reports it."""
-    from hardware.model.graph import ExtractionError
+    (3 heads do not divide the width) is not cached, so `compiled_graph` compiles it alone and reports it."""
+    from hardware.model.graph import ExtractionError, compile_missing_graphs, compiled_graph
     from hardware.model.llm.extraction import extraction_settings
-    from hardware.model.llm.parts import CACHE_KIND, compile_missing_parts, compiled_part, part_compile
+    from hardware.model.llm.parts import CACHE_KIND, part_compile
     from msbench.cache import cache_has
 
     settings = extraction_settings(Settings(mode="graph", amp_level="O2", optimizer="adamw"), 2)
@@ -100,10 +100,10 @@ def test_parts_compiled_in_one_child_equal_parts_compiled_alone_and_a_failed_one
             part_compile("llama2-70b", "tiny", {}, settings.replace(recompute="none"), "ends", 1, 2, 256)]
     bad = part_compile("llama2-70b", "tiny", {"heads": 3}, settings, "block", 1, 2)
     monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "batched"))
-    compile_missing_parts([*jobs, bad])
+    compile_missing_graphs([*jobs, bad])
     assert [cache_has(CACHE_KIND, job.key) for job in (*jobs, bad)] == [True, True, False]
-    batched = [compiled_part(job) for job in jobs]
+    batched = [compiled_graph(job) for job in jobs]
     with pytest.raises(ExtractionError, match="heads=3 is not allowed"):
-        compiled_part(bad)
+        compiled_graph(bad)
     monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "alone"))
-    assert [comparable(g) for g in batched] == [comparable(compiled_part(job)) for job in jobs]
+    assert [comparable(g) for g in batched] == [comparable(compiled_graph(job)) for job in jobs]

@@ -58,7 +58,7 @@ def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp
     """`ModelTarget.prepare` (the runner calls it before a matrix's cells) plans and compiles the parts of all
     its LLM cells at once; the cells then compose from the cache alone. A cell whose layout is refused
     (8 does not divide the 4 heads) is left to report that itself."""
-    from hardware.model.llm import parts
+    from hardware.model import graph
     from hardware.model.target import ModelTarget
     from msbench.cell import Cell
 
@@ -67,13 +67,13 @@ def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp
              for tp in (1, 2, 8)]
     target, said = ModelTarget("ascend910b"), []
     target.prepare(cells, said.append)
-    assert said == ["compiling the 4 LLM parts that 2 cells share, first"]    # a block per rank, the ends twice
+    assert said == ["compiling the 4 graphs that 2 cells read, first"]    # a block per rank, the ends twice
 
     def no_compile(*args, **kwargs):
         raise AssertionError("a cell compiled a part that prepare should have")
 
-    monkeypatch.setattr(parts, "run_extract", no_compile)
-    monkeypatch.setattr(parts, "run_extract_batch", no_compile)
+    monkeypatch.setattr(graph, "run_extract", no_compile)
+    monkeypatch.setattr(graph, "run_extract_batch", no_compile)
     target.prepare(cells, said.append)
     assert len(said) == 1                                                    # nothing left to compile
     assert [target.run(cell).status for cell in cells[:2]] == ["ok", "ok"]

@@ -109,6 +109,7 @@ def test_cold_extraction_is_deterministic_and_cached(graphs, cache_root, tmp_pat
         raise AssertionError("a cache hit must not compile")
 
     monkeypatch.setattr(graph_mod, "run_extract", no_compile)
+    monkeypatch.setattr(graph_mod, "run_extract_batch", no_compile)      # the batched path of several missing
     assert digest(extract_graph(WORKLOAD, PRESET, {}, Settings())) == digest(first)
     # Knobs outside the graph share the entry; knobs inside get their own.
     assert extract_graph(WORKLOAD, PRESET, {}, Settings(mode="graph", workers=2)).key == first.key
@@ -232,3 +233,28 @@ def test_compile_children_are_bounded_across_cells(monkeypatch):
             [lambda n=n: graph_mod.run_extract({"n": n}) for n in range(3 * c, 3 * c + 3)]), range(4)))
     assert [r["n"] for cell in results for r in cell] == list(range(12))
     assert peak[0] == graph_mod.COMPILE_CHILDREN
+
+
+@pytest.mark.slow
+def test_prepare_compiles_every_graph_the_cells_read_so_they_start_no_compile(tmp_path, monkeypatch):
+    """The device model's `prepare` plans each cell's compiles (the two reference batches of a batch above
+    them) and makes the distinct missing ones first, batched into the extraction children; the cells then
+    read the cache. A knob outside the graph (workers) shares its graphs."""
+    from hardware.model.target import ModelTarget
+    from msbench.cell import Cell
+
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path))
+    cells = [Cell(workload=WORKLOAD, preset=PRESET, settings=Settings(mode="graph", **knobs))
+             for knobs in ({}, {"amp_level": "O2"}, {"workers": 2})]
+    target, said = ModelTarget("ascend910b"), []
+    target.prepare(cells, said.append)
+    assert said == ["compiling the 4 graphs that 3 cells read, first"]
+
+    def no_compile(*_args, **_kwargs):
+        raise AssertionError("a cell compiled a graph that prepare should have")
+
+    monkeypatch.setattr(graph_mod, "run_extract", no_compile)
+    monkeypatch.setattr(graph_mod, "run_extract_batch", no_compile)
+    target.prepare(cells, said.append)
+    assert len(said) == 1                                                    # nothing left to compile
+    assert [target.run(cell).status for cell in cells] == ["ok", "ok", "ok"]

@@ -22,7 +22,8 @@ from hardware.model.estimates import estimates_used
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
-from hardware.model.llm.parts import CACHE_KIND, PartCompile, compile_missing_parts, compiled_part, part_compile
+from hardware.model.graph import GraphCompile, compile_missing_graphs, compiled_graph
+from hardware.model.llm.parts import CACHE_KIND, part_compile
 from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds
@@ -129,15 +130,15 @@ class CellParts:
     settings: Settings
     micro_batch: int
 
-    def block_job(self, rank_tp: int, b: int) -> PartCompile:
+    def block_job(self, rank_tp: int, b: int) -> GraphCompile:
         return part_compile(self.workload, self.preset_name, self.overrides,
                             extraction_settings(self.settings, b), "block", rank_tp, b)
 
-    def ends_job(self, vocab: int, b: int) -> PartCompile:   # no block to recompute in the ends: one compile for every recompute
+    def ends_job(self, vocab: int, b: int) -> GraphCompile:   # no block to recompute in the ends: one compile for every recompute
         return part_compile(self.workload, self.preset_name, self.overrides,
                             extraction_settings(self.settings, b).replace(recompute="none"), "ends", 1, b, vocab)
 
-    def planned(self) -> list[PartCompile]:
+    def planned(self) -> list[GraphCompile]:
         """The compiles the composition reads, known before any is made (a fallback compile, where two
         references do not scale, is made when it is found to be needed)."""
         widths = width_references(self.preset, self.settings.tensor_parallel) or (self.settings.tensor_parallel,)
@@ -153,7 +154,7 @@ def llm_graphs(parts: CellParts) -> LlmGraphs:
     memo = (str(cache_dir(CACHE_KIND)), parts.settings.tensor_parallel, parts.micro_batch,
             parts.preset.vocab_size, *(job.key for job in planned))
     if memo not in _COMPOSED:
-        compile_missing_parts(planned)       # a cell's cold parts are independent: batched into the children first
+        compile_missing_graphs(planned)       # a cell's cold parts are independent: batched into the children first
         _COMPOSED[memo] = composed_graphs(parts)
     return _COMPOSED[memo]
 
@@ -167,14 +168,14 @@ def composed_graphs(parts: CellParts) -> LlmGraphs:
     def block(b: int) -> OpGraph:
         if widths is not None:
             narrow_tp, wide_tp = widths
-            scaled = scale_width(compiled_part(parts.block_job(narrow_tp, b)),
-                                 compiled_part(parts.block_job(wide_tp, b)), 1, narrow_tp // wide_tp, narrow_tp // tp)
+            scaled = scale_width(compiled_graph(parts.block_job(narrow_tp, b)),
+                                 compiled_graph(parts.block_job(wide_tp, b)), 1, narrow_tp // wide_tp, narrow_tp // tp)
             if scaled is not None:
                 return scaled
-        return compiled_part(parts.block_job(tp, b))
+        return compiled_graph(parts.block_job(tp, b))
 
     def ends(vocab: int) -> OpGraph:
-        return at_batch(lambda b: compiled_part(parts.ends_job(vocab, b)), micro_batch)
+        return at_batch(lambda b: compiled_graph(parts.ends_job(vocab, b)), micro_batch)
 
     small, large = ends(v1), ends(v2)
     shard = vocab_shard(preset.vocab_size, tp)

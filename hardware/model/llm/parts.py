@@ -11,23 +11,17 @@ real block's starts from the next block's. The compile runs in `hardware.model.e
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from hardware.model.graph import (COMPILE_CHILDREN, PARSER_SOURCES, compile_concurrently, graph_knobs, graph_meta,
-                                  mindspore_version, run_extract, run_extract_batch, workload_sources)
+from hardware.model.graph import CACHE_KIND, PARSER_SOURCES, GraphCompile, compiled_graph, graph_knobs, mindspore_version, workload_sources
 from hardware.model.opgraph import OpGraph
-from msbench.cache import cache_has, cache_lock, cache_put, cached, content_key, source_hash
+from msbench.cache import content_key, source_hash
 from msbench.settings import Settings
 
-CACHE_KIND = "opgraph"
 SCHEMA = 1
 PARTS = ("block", "ends")
-MIN_CHUNK = 4          # parts per child at least: a child's MindSpore import is about one part's compile
 
 
 class PartWorkload:
@@ -99,24 +93,8 @@ def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     return compile_step(adapter, preset, settings)
 
 
-@dataclass(frozen=True)
-class PartCompile:
-    """One part's cache key, the child request that compiles it, and the settings its meta is read with."""
-    key: str
-    request: dict[str, Any]
-    settings: Settings
-
-    def entry(self, result: dict[str, Any]) -> dict[str, Any]:
-        """The cache entry (an OpGraph's dict) of the child's answer."""
-        r = self.request
-        return {"workload": r["workload"], "preset": r["preset"], "batch_size": result["batch_size"],
-                "grad_accum": result["grad_accum"], "ops": result["ops"], "param_count": result["param_count"],
-                "param_bytes": result["param_bytes"], "activation_bytes": result["activation_bytes"],
-                "key": self.key, "meta": {**graph_meta(result, self.settings), "llm_part": r["part"]}}
-
-
 def part_compile(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
-                 tensor_parallel: int, micro_batch: int, vocab: int = 0) -> PartCompile:
+                 tensor_parallel: int, micro_batch: int, vocab: int = 0) -> GraphCompile:
     sources = (*PARSER_SOURCES, Path(__file__))
     key = content_key("llm-part", SCHEMA, mindspore_version(), source_hash(workload_sources(workload)),
                       source_hash(sources), workload, preset, dict(overrides), graph_knobs(settings), part,
@@ -124,67 +102,10 @@ def part_compile(workload: str, preset: str, overrides: Mapping[str, Any], setti
     request = {"kind": "llm_part", "workload": workload, "preset": preset, "overrides": dict(overrides),
                "settings": settings.to_dict(), "part": part, "tensor_parallel": tensor_parallel,
                "micro_batch": micro_batch, "vocab": vocab}
-    return PartCompile(key, request, settings)
+    return GraphCompile(key, request, settings, {"llm_part": part})
 
 
 def part_graph(workload: str, preset: str, overrides: Mapping[str, Any], settings: Settings, part: str,
                tensor_parallel: int, micro_batch: int, vocab: int = 0) -> OpGraph:
     """The part's OpGraph (cached by content; cold: one compile in a child process, seconds)."""
-    return compiled_part(part_compile(workload, preset, overrides, settings, part, tensor_parallel, micro_batch, vocab))
-
-
-def compiled_part(job: PartCompile) -> OpGraph:
-    data, _ = cached(CACHE_KIND, job.key, lambda: job.entry(run_extract(job.request)), validate=OpGraph.from_dict)
-    return OpGraph.from_dict(data)
-
-
-def compile_missing_parts(jobs: Iterable[PartCompile]) -> None:
-    """Compile the parts not yet cached in COMPILE_CHILDREN extraction children at a time, a chunk of
-    parts per child one after another (MindSpore imported once per child, not once per part), and cache
-    them. Chunks are taken from one queue as children finish, largest first, so a matrix's plan of many
-    parts keeps both children busy to its end, and a chunk's parts are cached as soon as its child answers. A chunk's locks are taken in key order, so runs and
-    cells compiling overlapping sets wait for each other and never deadlock. A part that failed is left
-    uncached: `part_graph` compiles it alone and reports its error."""
-    missing = missing_parts(jobs)
-    if len(missing) < 2:
-        return
-    queue = ChunkQueue(missing, COMPILE_CHILDREN)
-    compile_concurrently([queue.drain] * min(COMPILE_CHILDREN, len(missing)))
-
-
-def missing_parts(jobs: Iterable[PartCompile]) -> list[PartCompile]:
-    """The distinct parts not yet cached, blocks first (the dearer compiles), then by key."""
-    return sorted({job.key: job for job in jobs if not cache_has(CACHE_KIND, job.key)}.values(),
-                  key=lambda job: (job.request["part"] != "block", job.key))
-
-
-class ChunkQueue:
-    """Guided self-scheduling (Polychronopoulos & Kuck, 1987): each chunk is a share of what is left,
-    ceil(left / 2·children), but never fewer than MIN_CHUNK parts (nor more than a child's even share),
-    so that few children are started and the last ones are short."""
-
-    def __init__(self, jobs: list[PartCompile], children: int) -> None:
-        self.jobs, self.children, self.lock = list(jobs), children, threading.Lock()
-
-    def take(self) -> list[PartCompile]:
-        with self.lock:
-            left = len(self.jobs)
-            size = max(-(-left // (2 * self.children)), min(MIN_CHUNK, -(-left // self.children)))
-            chunk, self.jobs = self.jobs[:size], self.jobs[size:]
-            return chunk
-
-    def drain(self) -> None:
-        while chunk := self.take():
-            compile_chunk(chunk)
-
-
-def compile_chunk(chunk: list[PartCompile]) -> None:
-    with contextlib.ExitStack() as locks:
-        for job in sorted(chunk, key=lambda job: job.key):
-            locks.enter_context(cache_lock(CACHE_KIND, job.key))
-        todo = [job for job in chunk if not cache_has(CACHE_KIND, job.key)]   # another cell may have meanwhile
-        if not todo:
-            return
-        for job, result in zip(todo, run_extract_batch([job.request for job in todo])):
-            if result is not None:
-                cache_put(CACHE_KIND, job.key, job.entry(result))
+    return compiled_graph(part_compile(workload, preset, overrides, settings, part, tensor_parallel, micro_batch, vocab))
