@@ -89,13 +89,21 @@ def scale_batch(g1: OpGraph, g2: OpGraph, batch: int) -> OpGraph | None:
                                meta=meta)
 
 
-def scale_kept(m1: dict[str, Any], m2: dict[str, Any], x1: int, x2: int, x: int) -> list[list[Any]] | None:
+def scale_kept(m1: dict[str, Any], m2: dict[str, Any], x1: int, x2: int, x: int,
+               new_kinds: bool = False) -> list[list[Any]] | None:
     """The extraction's `kept_activations` ([producer, output, readers, tensors, bytes, elements]) at `x`:
     tensors, bytes and elements affine in the batch or the depth, like `activation_bytes` (memory.py's
-    bitmask accounting reads them). None when the two extractions keep different kinds of tensor."""
+    bitmask accounting reads them). None when the two extractions keep different kinds of tensor, except,
+    with `new_kinds` (depth), kinds the second keeps and the first does not: a tensor one block keeps for
+    the next exists between blocks only, so none at one block and n at two is (depth - 1)·n, the line
+    through zero. A kind the second loses is never affine, and refused."""
     k1, k2 = m1.get("kept_activations") or [], m2.get("kept_activations") or []
-    if [e[:3] for e in k1] != [e[:3] for e in k2]:
-        return None
+    kinds1, kinds2 = [tuple(e[:3]) for e in k1], [tuple(e[:3]) for e in k2]
+    if kinds1 != kinds2:
+        if not new_kinds or len(set(kinds1)) != len(kinds1) or not set(kinds1) <= set(kinds2):
+            return None
+        by_kind = {tuple(e[:3]): e for e in k1}
+        k1 = [by_kind.get(kind, [*kind, *[0] * (len(e) - 3)]) for kind, e in zip(kinds2, k2)]
     out = []
     for e1, e2 in zip(k1, k2):
         values = [affine(int(a), int(b), x1, x2, x) for a, b in zip(e1[3:], e2[3:])]
@@ -146,6 +154,23 @@ def block_copy(op: Op, index: int) -> Op:
     return dataclasses.replace(op, scope=BLOCK_INDEX.sub(rf"\g<1>{index}-", op.scope))
 
 
+def grow_variadic(o1: Op, o2: Op, depth: int) -> Op | None:
+    """One op over every parameter (AddN of the per-parameter overflow flags of dynamic loss scaling: 30
+    inputs at one BERT block, 46 at two) at `depth`: the inputs the second block added, once per block,
+    with flops and bytes affine. None unless that is all that differs (same kernel, outputs and leading
+    inputs)."""
+    d1, d2 = REFERENCE_DEPTHS
+    same = (o1.type, o1.phase, o1.unit, o1.fusion_group, o1.outputs)
+    if same != (o2.type, o2.phase, o2.unit, o2.fusion_group, o2.outputs) or len(o2.inputs) <= len(o1.inputs) \
+            or o2.inputs[:len(o1.inputs)] != o1.inputs:
+        return None
+    added = o2.inputs[len(o1.inputs):]
+    flops, nbytes = affine(o1.flops, o2.flops, d1, d2, depth), affine(o1.bytes, o2.bytes, d1, d2, depth)
+    if flops is None or nbytes is None:
+        return None
+    return dataclasses.replace(o2, inputs=o2.inputs + added * (depth - d2), flops=flops, bytes=nbytes)
+
+
 def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
     """`g1`/`g2` extracted with 1 and 2 blocks per stack (all else equal), extended to `depth` blocks.
 
@@ -153,14 +178,14 @@ def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
     is repeated for blocks 2..depth-1 next to itself: after it, or before it when the run starts in
     backward (which visits blocks in reverse; MindSpore interleaves optimizer updates with it). Counts of weights, states and kept activations
     are affine in the depth, like the batch terms above. None when the lists differ by anything but
-    insertions (a block that is not a plain repeat)."""
+    insertions and ops over every parameter that grow by the block's (a block that is not a plain repeat)."""
     import difflib
 
     ops1, ops2 = g1.ops, g2.ops
     matcher = difflib.SequenceMatcher(a=[op_signature(o) for o in ops1], b=[op_signature(o) for o in ops2],
                                       autojunk=False)
     out: list[Op] = []
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         run = list(ops2[j1:j2])
         if tag == "equal":
             out += run
@@ -170,13 +195,15 @@ def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
                 out += [o for copy in reversed(copies) for o in copy] + run
             else:
                 out += run + [o for copy in copies for o in copy]
+        elif tag == "replace" and i2 - i1 == j2 - j1 == 1 and (grown := grow_variadic(ops1[i1], run[0], depth)):
+            out.append(grown)
         else:
             return None
     d1, d2 = REFERENCE_DEPTHS
     counts = {k: affine(getattr(g1, k), getattr(g2, k), d1, d2, depth)
               for k in ("param_count", "param_bytes", "activation_bytes")}
     state = affine(int(g1.meta.get("state_bytes", 0)), int(g2.meta.get("state_bytes", 0)), d1, d2, depth)
-    kept = scale_kept(g1.meta, g2.meta, d1, d2, depth)
+    kept = scale_kept(g1.meta, g2.meta, d1, d2, depth, new_kinds=True)
     if None in counts.values() or state is None or kept is None:
         return None
     meta = recount({**g2.meta, "scaled_from_depths": list(REFERENCE_DEPTHS), "state_bytes": state,

@@ -37,6 +37,17 @@ def assert_same_costs(scaled, direct):
     assert scaled.meta["state_bytes"] == direct.meta["state_bytes"]
 
 
+def test_scale_kept_counts_a_kind_new_at_two_blocks_from_zero():
+    from hardware.model.scaling import scale_kept
+
+    one = {"kept_activations": [["Add", 0, "Mul", 2, 64, 16]]}
+    two = {"kept_activations": [["Add", 0, "Mul", 4, 128, 32], ["Add", 0, "LayerNorm", 1, 40, 10]]}
+    assert scale_kept(one, two, 1, 2, 12) is None                              # the batch: kinds must match
+    assert scale_kept(one, two, 1, 2, 12, new_kinds=True) == [["Add", 0, "Mul", 24, 768, 192],
+                                                             ["Add", 0, "LayerNorm", 11, 440, 110]]
+    assert scale_kept(two, one, 1, 2, 12, new_kinds=True) is None              # a kind lost is refused
+
+
 def test_affine_is_exact_in_integers_or_refuses():
     assert affine(10, 18, 2, 4, 32) == 10 + 4 * 30
     assert affine(7, 7, 2, 4, 1000) == 7
@@ -93,6 +104,26 @@ def test_depth_scaled_extraction_matches_a_direct_one(workload):
     direct = direct_graph(workload, "tiny", depth_overrides(workload, 3), small)
     assert scaled is not None and scaled.meta["scaled_from_depths"] == list(REFERENCE_DEPTHS)
     assert kernels(scaled) == kernels(direct)
+    assert_same_costs(scaled, direct)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("knobs", [{"recompute": "full"}, {"amp_level": "O2", "loss_scale": "dynamic"}])
+def test_depth_scaling_covers_tensors_kept_between_blocks_and_ops_over_every_parameter(knobs):
+    """At BERT-base's full size, full recompute keeps a kind of tensor only between blocks (none at one
+    block), and dynamic loss scaling sums one overflow flag per parameter in one AddN that grows with the
+    depth: both fell back to compiling its 12 layers (45-60 s each). At the tiny preset the AddN shows
+    (the kept kinds do not: test_scale_kept_counts_a_kind_new_at_two_blocks_from_zero covers those); both
+    scale and equal three blocks compiled."""
+    from hardware.model.graph import direct_graph
+
+    small = Settings(batch_size=REFERENCE_BATCHES[0], **knobs)
+    shallow = [direct_graph("bert-base", "tiny", depth_overrides("bert-base", d), small) for d in REFERENCE_DEPTHS]
+    scaled = scale_depth(*shallow, 3)
+    direct = direct_graph("bert-base", "tiny", depth_overrides("bert-base", 3), small)
+    assert scaled is not None
+    assert kernels(scaled) == kernels(direct)
+    assert scaled.meta["kept_activations"] == direct.meta["kept_activations"]
     assert_same_costs(scaled, direct)
 
 
