@@ -22,11 +22,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Mapping, Sequence
 
+CLEANUP_RETRY_S = 10.0      # within the 20 s tests/msbench/test_faults.py allows the whole cleanup
 _LIVE: set["ChildScope"] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -53,7 +55,9 @@ class ChildResult:
 
 class ChildScope:
     """`with ChildScope("msbench-worker-") as scope: scope.run([...])`; `scope.scratch` is its directory
-    (None when `scratch_prefix` is None). `cleanup` commands run if the parent dies inside the scope."""
+    (None when `scratch_prefix` is None). `cleanup` commands run if the parent dies inside the scope, each
+    retried until it exits 0 for CLEANUP_RETRY_S (a daemon the parent was starting as it died, such as a
+    dataset-cache server whose process exists before it listens, refuses the first stop)."""
 
     def __init__(self, scratch_prefix: str | None = None, cleanup: Sequence[Sequence[str]] = (),
                  cleanup_env: Mapping[str, str] | None = None) -> None:
@@ -223,11 +227,17 @@ def _watch(spec_text: str) -> int:
                 groups.discard(int(arg))
     for pgid in groups:
         _killpg(pgid)
+    deadline = time.monotonic() + CLEANUP_RETRY_S
     for command in spec["commands"]:
-        try:
-            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        while True:
+            try:
+                done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                done = False
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     for path in spec["paths"]:
         shutil.rmtree(path, ignore_errors=True)
     return 0

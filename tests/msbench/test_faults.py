@@ -291,6 +291,30 @@ def test_a_scope_kills_descendants_in_sessions_of_their_own_when_its_parent_dies
     assert_nothing_survives(marked_env)
 
 
+def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path, marked_env):
+    """A dataset-cache server's process exists before it accepts `--stop`: the parent killed while starting
+    it must not leave it running. Here a daemon in a session of its own 'listens' (creates its file) 1.5 s
+    after it starts, and the stop command fails until then."""
+    ready, stopped = tmp_path / "listening", tmp_path / "stopped"
+    stop = f"test -e {ready} && touch {stopped}"
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(f"""
+        import subprocess, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from msbench.child import ChildScope
+        with ChildScope(cleanup=[["sh", "-c", {stop!r}]]):
+            subprocess.Popen(["sh", "-c", "sleep 1.5; touch {ready}"], start_new_session=True)
+            print("starting", flush=True)
+            time.sleep(300)
+    """))
+    proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "starting"
+    proc.kill()
+    proc.wait()
+    wait_for(stopped.exists, 15, "the retried stop to succeed")
+    assert_nothing_survives(marked_env)
+
+
 @pytest.mark.parametrize("sig, jobs, code", [(signal.SIGTERM, "1", 143), (signal.SIGINT, "2", 130)])
 def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, marked_env, sig, jobs, code):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
