@@ -108,15 +108,14 @@ def test_depth_scaled_extraction_matches_a_direct_one(workload):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("knobs", [{"recompute": "full"}, {"amp_level": "O2", "loss_scale": "dynamic"}])
-def test_depth_scaling_covers_tensors_kept_between_blocks_and_ops_over_every_parameter(knobs):
-    """At BERT-base's full size, full recompute keeps a kind of tensor only between blocks (none at one
-    block), and dynamic loss scaling sums one overflow flag per parameter in one AddN that grows with the
-    depth: both fell back to compiling its 12 layers (45-60 s each). At the tiny preset the AddN shows
-    (the kept kinds do not: test_scale_kept_counts_a_kind_new_at_two_blocks_from_zero covers those); both
-    scale and equal three blocks compiled."""
+def test_depth_scaling_covers_ops_over_every_parameter():
+    """Dynamic loss scaling sums one overflow flag per parameter in one AddN that grows with the depth:
+    BERT-base's full size fell back to compiling its 12 layers for it (45-60 s each). The kinds of tensor
+    full recompute keeps only between blocks do not show at the tiny preset:
+    test_scale_kept_counts_a_kind_new_at_two_blocks_from_zero covers those."""
     from hardware.model.graph import direct_graph
 
+    knobs = {"amp_level": "O2", "loss_scale": "dynamic"}
     small = Settings(batch_size=REFERENCE_BATCHES[0], **knobs)
     shallow = [direct_graph("bert-base", "tiny", depth_overrides("bert-base", d), small) for d in REFERENCE_DEPTHS]
     scaled = scale_depth(*shallow, 3)
