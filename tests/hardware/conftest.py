@@ -37,3 +37,18 @@ def toy_cell():
         return Cell(workload=TOY_NAME, preset=preset, overrides=overrides or {}, settings=make_settings(knobs),
                     target="mindspore:cpu")
     return make
+
+
+@pytest.fixture
+def forbid_compiles(monkeypatch):
+    """Call it to make any further graph compile fail the test (what `prepare` should already have made)."""
+    from hardware.model import graph
+
+    def forbid() -> None:
+        def no_compile(*_args, **_kwargs):
+            raise AssertionError("a cell compiled a graph that prepare should have")
+
+        monkeypatch.setattr(graph, "run_extract", no_compile)
+        monkeypatch.setattr(graph, "run_extract_batch", no_compile)
+
+    return forbid

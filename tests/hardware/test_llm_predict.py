@@ -54,11 +54,10 @@ def test_a_trace_of_a_composed_llm_step_is_refused_with_the_reason(tmp_path, cap
 
 
 @pytest.mark.slow
-def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp_path, monkeypatch):
+def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp_path, monkeypatch, forbid_compiles):
     """`ModelTarget.prepare` (the runner calls it before a matrix's cells) plans and compiles the parts of all
     its LLM cells at once; the cells then compose from the cache alone. A cell whose layout is refused
     (8 does not divide the 4 heads) is left to report that itself."""
-    from hardware.model import graph
     from hardware.model.target import ModelTarget
     from msbench.cell import Cell
 
@@ -68,12 +67,7 @@ def test_prepare_compiles_every_part_the_cells_read_so_they_start_no_compile(tmp
     target, said = ModelTarget("ascend910b"), []
     target.prepare(cells, said.append)
     assert said == ["compiling the 4 graphs that 2 cells read, first"]    # a block per rank, the ends twice
-
-    def no_compile(*args, **kwargs):
-        raise AssertionError("a cell compiled a part that prepare should have")
-
-    monkeypatch.setattr(graph, "run_extract", no_compile)
-    monkeypatch.setattr(graph, "run_extract_batch", no_compile)
+    forbid_compiles()
     target.prepare(cells, said.append)
     assert len(said) == 1                                                    # nothing left to compile
     assert [target.run(cell).status for cell in cells[:2]] == ["ok", "ok"]
