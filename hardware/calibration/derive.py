@@ -1,10 +1,11 @@
-"""Derive the Ascend profiles' per-class efficiency tables from the checked-in per-op table.
+"""Derive the profiles' per-class efficiency tables from the checked-in per-op tables.
 
     python -m hardware.calibration.derive            # rewrite the derived block of each profile
     python -m hardware.calibration.derive --check    # exit 1 if a committed block differs
 
-Reads only data/an2022_ascend910_ops.csv (through hardware.calibration.table) (An et al., HPCC 2022: AI-Core time of every kernel of a
-training step on an Ascend 910) and the datasheet sections of the profiles. For the 910A:
+Reads only the per-op tables of data/ (through hardware.calibration.table) and the datasheet sections of
+the profiles: an2022_ascend910_ops.csv (An et al., HPCC 2022: AI-Core time of every kernel of a training
+step on an Ascend 910) for the Ascend profiles, cpu_*_ops.csv for the cpu profiles (below). For the 910A:
 
 - Cube classes (conv forward / input-gradient / filter-gradient, MatMul, MatMul with K > M, N, BatchMatMul): the
   efficiency tile-padded FLOPs / (Cube peak x time) of each profiled kernel, as a step table over the work per
@@ -36,6 +37,12 @@ not carried over there. Where public FlashAttentionScore timings of the chip exi
 (data/public_flash_attention.csv, read by flash_bench: a torch_npu call on a 910B2, seq 1024..32768), its
 `flash_attention` and `flash_attention_grad` tables are fitted on them (flash_bench.with_flash_tables); a
 chip without them has no fused attention kernel to cost.
+
+The cpu-kind profiles in `CPU_PROFILES` get their [kernel_classes] the same way from per-op times measured
+on their own CPU (data/<profile>_ops.csv: MindSpore's Profiler over a run of matrices/validation.toml,
+converted by cpu_ops): fitted on the fp32 kernels of the `fit` cells (the tiny presets as shipped), and
+the per-op error printed on the rest (the resized `validate` cells, YOLOv8n, and the AMP cells' fp16
+kernels). A CPU has no 32-byte block unit, so its unaligned factors stay 1.
 """
 
 from __future__ import annotations
@@ -45,11 +52,12 @@ import dataclasses
 import sys
 import tomllib
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
+from hardware.calibration.cpu_ops import ops_table
 from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
 from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
-from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops,
+from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops, stream_gbps,
                                     tiles_per_core, vector_tflops, vector_work_elements)
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
 from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
@@ -66,10 +74,11 @@ END = "# <<< derived"
 
 def ideal_seconds(row: Row, profile: HardwareProfile) -> float:
     """The kernel's time at the peak its class is measured by: padded Cube FLOPs at the Cube peak of
-    its dtype, or its bytes at the HBM bandwidth."""
+    its dtype, or its bytes at the bandwidth the model streams them at (L2's where they fit, as
+    compute.memory_seconds: the same on an Ascend profile, whose L2 is taken at the HBM rate)."""
     if row.gemm is not None:
         return cube_flops(row, profile) / (matrix_tflops(row.dtype, profile) * 1e12)
-    return row.nbytes / (profile.memory.gbps * 1e9)
+    return row.nbytes / (stream_gbps(row.nbytes, profile) * 1e9)
 
 
 def busy_seconds(row: Row, floor_us: float) -> float:
@@ -161,11 +170,12 @@ def step_table(grid: Sequence[int], values: Sequence[float]) -> EfficiencyTable:
     return EfficiencyTable(tuple(rows_out))
 
 
-def fit_classes(rows: Sequence[Row], profile: HardwareProfile) -> KernelClasses:
+def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = True) -> KernelClasses:
     """The tables from the aligned kernels; then, per Vector class, the unaligned kernels' summed
-    time over what the aligned tables predict for them (the slowdown factor, at least 1)."""
+    time over what the aligned tables predict for them (the slowdown factor, at least 1). `blocks=False`
+    (a CPU, which has no 32-byte block unit): every kernel counts as aligned and the factors stay 1."""
     usable = [r for r in rows if r.op_type not in OPAQUE]
-    aligned = [r for r in usable if r.gemm is not None or r.aligned]
+    aligned = [r for r in usable if r.gemm is not None or r.aligned or not blocks]
     floor = sig(weighted_median([(r.duration_us, r.count) for r in usable if r.nbytes <= FLOOR_BYTES]))
     tables = {}
     for kind in CUBE_CLASSES:
@@ -211,23 +221,29 @@ def errors(rows: Sequence[Row], profile: HardwareProfile) -> tuple[int, float, f
     return sum(r.count for r in rows), weighted_median(pairs), abs_time / total
 
 
-def report(rows: Sequence[Row], profile: HardwareProfile) -> list[str]:
-    lines = ["per-op |error| of the derived 910A tables (median over kernels; time-weighted = "
+def in_fit(row: Row) -> bool:
+    return (row.network, row.batch) in FIT
+
+
+def report(rows: Sequence[Row], profile: HardwareProfile, fitted: Callable[[Row], bool] = in_fit,
+           tables: str = "910A") -> list[str]:
+    lines = [f"per-op |error| of the derived {tables} tables (median over kernels; time-weighted = "
              "sum |pred-meas| / sum meas; pred/meas = summed time ratio); AtomicAddrClean excluded "
              "(its op_info is not its traffic)",
              f"{'run':<18} {'class':<17} {'kernels':>7} {'median':>8} {'time-wtd':>9} {'measured ms':>11} {'pred/meas':>9}"]
     runs = sorted({(r.network, r.batch) for r in rows})
+    fitted_runs = {(r.network, r.batch) for r in rows if fitted(r)}
     for held_out in (False, True):
         lines.append("fitted rows:" if not held_out else "held-out rows (not fitted):")
         for run in runs:
-            if (run in FIT) == held_out:
+            if (run in fitted_runs) == held_out:
                 continue
             mine = [r for r in rows if (r.network, r.batch) == run and r.op_type not in OPAQUE]
             for kind in ("all", *CUBE_CLASSES, *VECTOR_CLASSES):
                 sel = mine if kind == "all" else [r for r in mine if r.kernel_class == kind]
                 if sel:
                     lines.append(error_line(f"{run[0]} bs{run[1]}", kind, sel, profile))
-    held = [r for r in rows if (r.network, r.batch) not in FIT and r.op_type not in OPAQUE]
+    held = [r for r in rows if (r.network, r.batch) not in fitted_runs and r.op_type not in OPAQUE]
     lines.append("all held-out runs together:")
     for kind, sel in (("all", held), ("cube", [r for r in held if r.gemm is not None]),
                       ("vector", [r for r in held if r.gemm is None])):
@@ -379,11 +395,40 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     return texts, lines
 
 
+# --- cpu-kind profiles: per-op times measured on that CPU (cpu_ops) ------------------------------
+
+CPU_PROFILES = ("cpu-icelake",)         # the cpu profiles with a per-op table (data/<profile>_ops.csv)
+
+
+def cpu_fit_row(row: Row) -> bool:
+    """A row of a `fit` cell (a tiny preset as shipped: no `@overrides`) at fp32: the AMP cells' fp16
+    kernels and every resized cell are held out."""
+    return "@" not in row.network and "amp_level" not in row.network
+
+
+def cpu_derived(name: str) -> tuple[Path, str, list[str]]:
+    """A cpu profile's new text (its class tables from its fit cells' kernels) and the report lines."""
+    path = PROFILE_DIR / f"{name}.toml"
+    chip = datasheet(path)
+    table = ops_table(name)
+    rows = load_rows(table)
+    classes = fit_classes([r for r in rows if cpu_fit_row(r)], chip, blocks=False)
+    note = (f"fitted on the per-op times of the fp32 fit cells in data/{table.name} "
+            "(MindSpore's Profiler on this CPU, hardware.calibration.cpu_ops)")
+    lines = [f"{name}: {len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {table.name}",
+             *report(rows, dataclasses.replace(chip, kernel_classes=classes), cpu_fit_row, name)]
+    return path, with_block(path.read_text(), block_text(classes, note, [])), lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="derive the Ascend profiles' efficiency tables")
     parser.add_argument("--check", action="store_true", help="exit 1 if a committed derived block differs")
     args = parser.parse_args(argv)
     texts, lines = derived_texts(load_rows())
+    for name in CPU_PROFILES:
+        path, text, cpu_lines = cpu_derived(name)
+        texts[path] = text
+        lines += cpu_lines
     print("\n".join(lines))
     stale = [p for p, text in texts.items() if p.read_text() != text]
     if args.check:

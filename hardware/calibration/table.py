@@ -19,7 +19,8 @@ from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
 
 DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
-DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int16": 2, "int32": 4, "uint8": 1, "bool": 1}
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
+               "bool": 1}
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
 BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
@@ -51,6 +52,9 @@ class Row:
     duration_us: float
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
+    # (batch, M, N, K) as the device model reads it from the graph (compute.gemm_shape), for rows whose
+    # tensors are not in Ascend's formats (the CPU's, data/cpu_*_ops.csv); None: from the shapes below
+    gemm_dims: tuple[int, int, int, int] | None = None
 
     @property
     def kernel_class(self) -> str:
@@ -81,6 +85,8 @@ class Row:
     @property
     def gemm(self) -> tuple[int, int, int, int] | None:
         """(batch, M, N, K) of the kernel's GEMM from its Ascend-format shapes; None for a Vector op."""
+        if self.gemm_dims is not None:
+            return self.gemm_dims
         kind = op_class(self.op_type)
         if kind not in CUBE_CLASSES or not self.outputs:
             return None
@@ -124,7 +130,16 @@ def load_rows(path: Path = DATA) -> list[Row]:
         lines = [line for line in fh if not line.startswith("#")]
     return [Row(network=r["network"], batch=int(r["batch"]), op_type=r["op_type"], count=int(r["count"]),
                 duration_us=float(r["duration_us"]), inputs=parse_tensors(r["inputs"]),
-                outputs=parse_tensors(r["outputs"])) for r in csv.DictReader(lines)]
+                outputs=parse_tensors(r["outputs"]), gemm_dims=parse_gemm(r.get("gemm") or ""))
+            for r in csv.DictReader(lines)]
+
+
+def parse_gemm(text: str) -> tuple[int, int, int, int] | None:
+    """`BxMxNxK` (the optional `gemm` column), or None where it is empty or absent."""
+    if not text:
+        return None
+    batch, m, n, k = (int(d) for d in text.split("x"))
+    return (batch, m, n, k)
 
 
 def too_big_for_l2(row: Row, profile: HardwareProfile) -> bool:

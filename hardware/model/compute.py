@@ -203,10 +203,13 @@ def memory_seconds(nbytes: int, profile: HardwareProfile, kernel_class: str = "e
     """Bytes over the achieved bandwidth; a working set that fits in L2 streams at L2 speed."""
     if nbytes <= 0:
         return 0.0
+    return nbytes / (stream_gbps(nbytes, profile) * 1e9 * traffic_table(kernel_class, profile).at(nbytes))
+
+
+def stream_gbps(nbytes: int, profile: HardwareProfile) -> float:
+    """The peak a kernel moving `nbytes` streams at: L2's where its working set fits there, else memory's."""
     mem = profile.memory
-    fits_l2 = nbytes <= mem.l2_mib * 2**20
-    gbps = mem.l2_gbps if fits_l2 else mem.gbps
-    return nbytes / (gbps * 1e9 * traffic_table(kernel_class, profile).at(nbytes))
+    return mem.l2_gbps if nbytes <= mem.l2_mib * 2**20 else mem.gbps
 
 
 BLOCK_BYTES = 32        # DaVinci data moves in 32-byte blocks (MTE transfers, Unified Buffer alignment)

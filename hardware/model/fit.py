@@ -32,6 +32,8 @@ from hardware.model.profile import EfficiencyTable, HardwareProfile, load_profil
 from msbench.settings import Settings
 
 TABLES = ("cube.efficiency", "vector.efficiency", "memory.efficiency")
+# A profile with `[kernel_classes]` (derived from per-op times measured on its CPU: hardware.calibration.derive)
+# has its efficiencies from those kernels; only its dispatch costs are fitted to whole steps.
 SCALARS = ("launch.pynative_us", "launch.graph_o0_us", "launch.graph_o1_us", "launch.step_us")
 TIED = {"launch.graph_o2_us": "launch.graph_o0_us"}      # O2 runs kernel by kernel on the CPU backend
 TABLE_START = 0.5           # every efficiency starts mid-range
@@ -68,10 +70,15 @@ def with_values(profile: HardwareProfile, values: dict[str, Any]) -> HardwarePro
     return dataclasses.replace(profile, **changes)
 
 
+def free_tables(base: HardwareProfile) -> tuple[str, ...]:
+    """The efficiency tables the fit moves: none where per-op measurements fixed them."""
+    return () if base.kernel_classes is not None else TABLES
+
+
 def profile_of(base: HardwareProfile, theta: Sequence[float]) -> HardwareProfile:
     values: dict[str, Any] = {}
     i = 0
-    for path in TABLES:
+    for path in free_tables(base):
         rows = get_path(base, path).rows
         values[path] = EfficiencyTable(tuple((t, float(theta[i + j])) for j, (t, _) in enumerate(rows)))
         i += len(rows)
@@ -86,7 +93,7 @@ def profile_of(base: HardwareProfile, theta: Sequence[float]) -> HardwareProfile
 def bounds_of(base: HardwareProfile) -> tuple[np.ndarray, np.ndarray]:
     lo: list[float] = []
     hi: list[float] = []
-    for path in TABLES:
+    for path in free_tables(base):
         n = len(get_path(base, path).rows)
         lo += [0.005] * n
         hi += [1.0] * n
@@ -98,7 +105,7 @@ def bounds_of(base: HardwareProfile) -> tuple[np.ndarray, np.ndarray]:
 
 def parameter_paths(base: HardwareProfile) -> list[str]:
     """The dotted path of each free parameter, in `profile_of`'s order (a table's rows repeat its path)."""
-    return [path for path in TABLES for _ in get_path(base, path).rows] + list(SCALARS)
+    return [path for path in free_tables(base) for _ in get_path(base, path).rows] + list(SCALARS)
 
 
 def time_residuals(profile: HardwareProfile, cases: Sequence[FitCase]) -> np.ndarray:
@@ -140,7 +147,7 @@ def fit_memory(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfi
 
 def toml_lines(profile: HardwareProfile) -> list[str]:
     lines = []
-    for path in TABLES:
+    for path in free_tables(profile):
         rows = ", ".join(f"[{t:g}, {e:.3f}]" for t, e in get_path(profile, path).rows)
         lines.append(f"{path} = [{rows}]")
     for path in (*SCALARS, *TIED, "memory.workspace_mib", "memory.fragmentation"):

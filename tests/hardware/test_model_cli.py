@@ -72,7 +72,7 @@ def test_npu_profiles_default_to_the_full_preset_and_cpu_to_tiny():
     assert build_parser().parse_args(["predict", "resnet50"]).preset is None    # resolved per profile
     assert build_parser().parse_args(["predict", "resnet50", "--preset", "tiny"]).preset == "tiny"
     for name in profile_names():
-        expected = "tiny" if name in ("cpu", "cpu-xeon") else "full"
+        expected = "tiny" if name in ("cpu", "cpu-xeon", "cpu-icelake") else "full"
         assert default_preset(load_profile(name)) == expected, name
 
 
