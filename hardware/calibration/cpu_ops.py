@@ -22,28 +22,22 @@ from __future__ import annotations
 
 import argparse
 import csv
-import re
 import statistics
-import tomllib
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hardware.calibration.derive import datasheet
+from hardware.calibration.table import ops_table
 from hardware.model.compute import gemm_shape
 from hardware.model.opgraph import Op, TensorSpec
 from msbench.records import Record
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
 FIELDS = ("network", "batch", "op_type", "count", "duration_us", "inputs", "outputs", "gemm")
 DTYPES = {"Float32": "fp32", "Float16": "fp16", "BFloat16": "bf16", "Float64": "fp64", "Int8": "int8",
           "Int16": "int16", "Int32": "int32", "Int64": "int64", "UInt8": "uint8", "Bool": "bool"}
-
-
-def ops_table(profile: str) -> Path:
-    """The per-op table of a cpu-kind profile (derive reads it if it exists)."""
-    return DATA_DIR / f"{profile.replace('-', '_')}_ops.csv"
 
 
 @dataclass(frozen=True)
@@ -140,13 +134,11 @@ def cell_name(record: Record) -> str:
 def convert(run: Path, profile_name: str, folders: Path) -> tuple[list[dict[str, str]], list[str]]:
     """The rows of every readable cell of `run` whose Profiler folders are under `folders`."""
     from hardware.model.lowering import lower
-    from hardware.model.profile import PROFILE_DIR, HardwareProfile
+    from hardware.model.profile import PROFILE_DIR
     from hardware.model.target import cell_graph
     from msbench.store import RunStore
 
-    # the profile's hand-written part: its [kernel_classes] are what derive makes of this table
-    text = tomllib.loads(re.split(r"^# >>> derived", (PROFILE_DIR / f"{profile_name}.toml").read_text(), flags=re.M)[0])
-    profile = HardwareProfile.from_mapping(text, profile_name, complete=False)
+    profile = datasheet(PROFILE_DIR / f"{profile_name}.toml")   # its [kernel_classes] are derived from this table
     rows: list[dict[str, str]] = []
     lines = []
     for record in RunStore(run).load():

@@ -54,9 +54,8 @@ import tomllib
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from hardware.calibration.cpu_ops import ops_table
 from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
-from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, read_dtypes
+from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, ops_table, read_dtypes
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops, stream_gbps,
                                     tiles_per_core, vector_tflops, vector_work_elements)
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES

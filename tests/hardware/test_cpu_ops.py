@@ -63,7 +63,7 @@ def test_rows_merge_identical_kernels_and_carry_the_models_gemm():
 
 
 def test_the_committed_table_has_fit_and_held_out_rows_whose_gemms_are_read_back():
-    rows = table.load_rows(cpu_ops.ops_table("cpu-icelake"))
+    rows = table.load_rows(table.ops_table("cpu-icelake"))
     fit = [r for r in rows if derive.cpu_fit_row(r)]
     held = [r for r in rows if not derive.cpu_fit_row(r)]
     assert fit and held and {r.network.split()[0].split("@")[0] for r in fit} == {"resnet50", "bert-base"}
