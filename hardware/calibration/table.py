@@ -19,16 +19,16 @@ from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
 
 DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
-
-
-def ops_table(profile: str) -> Path:
-    """A cpu-kind profile's per-op table, measured on its CPU (hardware.calibration.cpu_ops writes it)."""
-    return DATA.parent / f"{profile.replace('-', '_')}_ops.csv"
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
                "bool": 1}
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
 BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
+
+
+def ops_table(profile: str) -> Path:
+    """A cpu-kind profile's per-op table, measured on its CPU (hardware.calibration.cpu_ops writes it)."""
+    return DATA.parent / f"{profile.replace('-', '_')}_ops.csv"
 
 
 @dataclass(frozen=True)

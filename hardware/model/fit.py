@@ -32,8 +32,6 @@ from hardware.model.profile import EfficiencyTable, HardwareProfile, load_profil
 from msbench.settings import Settings
 
 TABLES = ("cube.efficiency", "vector.efficiency", "memory.efficiency")
-# A profile with `[kernel_classes]` (derived from per-op times measured on its CPU: hardware.calibration.derive)
-# has its efficiencies from those kernels; only its dispatch costs are fitted to whole steps.
 SCALARS = ("launch.pynative_us", "launch.graph_o0_us", "launch.graph_o1_us", "launch.step_us")
 TIED = {"launch.graph_o2_us": "launch.graph_o0_us"}      # O2 runs kernel by kernel on the CPU backend
 TABLE_START = 0.5           # every efficiency starts mid-range
@@ -71,7 +69,8 @@ def with_values(profile: HardwareProfile, values: dict[str, Any]) -> HardwarePro
 
 
 def free_tables(base: HardwareProfile) -> tuple[str, ...]:
-    """The efficiency tables the fit moves: none where per-op measurements fixed them."""
+    """The efficiency tables the fit moves: none for a profile with `[kernel_classes]` (derived from per-op
+    times measured on its CPU by hardware.calibration.derive), whose dispatch costs alone are fitted."""
     return () if base.kernel_classes is not None else TABLES
 
 
