@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from hardware.calibration.derive import datasheet
-from hardware.calibration.table import ops_table
+from hardware.calibration.table import CPU_TABLES, ops_table
 from hardware.model.compute import gemm_shape
 from hardware.model.opgraph import Op, TensorSpec
 from msbench.records import Record
@@ -167,7 +167,11 @@ def write(rows: Sequence[dict[str, str]], out: Path, header: Sequence[str]) -> N
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hardware.calibration.cpu_ops")
-    parser.add_argument("run", type=Path, help="a profiled run of matrices/validation.toml on mindspore:cpu")
+    parser.add_argument("run", type=Path, help="a profiled run of matrices/validation.toml (or cpu_kernels.toml) "
+                        "on mindspore:cpu")
+    parser.add_argument("--of", choices=CPU_TABLES, default="fit-run",
+                        help="which of the profile's per-op tables the run fills: the dispatch fit run's "
+                        "(matrices/validation.toml) or the kernel sweep's (matrices/cpu_kernels.toml)")
     parser.add_argument("--profile", required=True, help="the cpu-kind profile whose per-op table this is")
     parser.add_argument("--profiles", type=Path, help="the run's Profiler folders (default: RUN.profiles beside it)")
     parser.add_argument("--source", default="", help="where the run comes from (commit, date, conditions)")
@@ -176,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rows:
         print(f"cpu_ops: error: no profiled graph-mode cells in {args.run}", file=sys.stderr)
         return 2
-    out = ops_table(args.profile)
+    out = ops_table(args.profile, args.of)
     write(rows, out, [f"source: MindSpore 2.10 CPU Profiler over {args.run.name} ({args.source or 'see the profile header'})",
                       "converted by: python -m hardware.calibration.cpu_ops; duration_us = median over the measured "
                       "processes of each kernel's mean over the profiled steps, then the median of `count` identical kernels",

@@ -26,9 +26,16 @@ BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
 
 
-def ops_table(profile: str) -> Path:
-    """A cpu-kind profile's per-op table, measured on its CPU (hardware.calibration.cpu_ops writes it)."""
-    return DATA.parent / f"{profile.replace('-', '_')}_ops.csv"
+CPU_TABLES = ("fit-run", "sweep")   # a cpu profile's per-op tables: the dispatch fit's run, the kernel sweep
+
+
+def ops_table(profile: str, of: str = "fit-run") -> Path:
+    """A cpu-kind profile's per-op table, measured on its CPU (hardware.calibration.cpu_ops writes it):
+    of the validation run (matrices/validation.toml), or of the kernel sweep (matrices/cpu_kernels.toml)."""
+    if of not in CPU_TABLES:
+        raise ValueError(f"per-op table of {of!r}: expected one of {CPU_TABLES}")
+    stem = profile.replace('-', '_')
+    return DATA.parent / (f"{stem}_ops.csv" if of == "fit-run" else f"{stem}_sweep_ops.csv")
 
 
 @dataclass(frozen=True)
