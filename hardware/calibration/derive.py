@@ -40,9 +40,14 @@ chip without them has no fused attention kernel to cost.
 
 The cpu-kind profiles in `CPU_PROFILES` get their [kernel_classes] the same way from per-op times measured
 on their own CPU (data/<profile>_ops.csv: MindSpore's Profiler over a run of matrices/validation.toml,
-converted by cpu_ops): fitted on the fp32 kernels of the `fit` cells (the tiny presets as shipped), and
-the per-op error printed on the rest (the resized `validate` cells, YOLOv8n, and the AMP cells' fp16
-kernels). A CPU has no 32-byte block unit, so its unaligned factors stay 1.
+converted by cpu_ops): fitted on the fp32 kernels of the `fit` cells (the tiny presets as shipped). A CPU
+has no 32-byte block unit, so its unaligned factors stay 1. CPU kernel time is not a step function of the
+work per core (oneDNN picks an algorithm per shape), so each op type with enough profiled shapes also
+gets a line of its own, `op_costs` (fit_op_costs), fitted on those kernels and on the profile's kernel
+sweep (data/<profile>_sweep_ops.csv, a run of matrices/cpu_kernels.toml: ResNet-50 and BERT at sizes no
+validate cell has); the model costs a lone op by its line where it has one, by the tables otherwise.
+GEMM rows faster than the Cube peak allows are left out (`beyond_peak`). The per-op error is printed on
+the rest: the resized `validate` cells, YOLOv8n, and the AMP cells' fp16 kernels.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ from hardware.calibration.table import DATA, OPAQUE, Row, load_rows, ops_table, 
 from hardware.model.compute import (floor_seconds, matrix_tflops, memory_seconds, padded_flops, stream_gbps,
                                     tiles_per_core, vector_tflops, vector_work_elements)
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
-from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses
+from hardware.model.profile import PROFILE_DIR, EfficiencyTable, HardwareProfile, KernelClasses, OpCost
 
 SOURCE_PROFILE = "ascend910a"
 RATIO_PROFILES = ("ascend910b", "ascend910b4", "atlas300i-duo")
@@ -193,7 +198,11 @@ def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = Tr
 
 
 def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
-    """The model's time for a profiled kernel: hardware.model.compute's roofline with class tables."""
+    """The model's time for a profiled kernel: its op type's line where the profile has one (see
+    fit_op_costs), else hardware.model.compute's roofline with class tables."""
+    line = profile.kernel_classes.op_cost(row.op_type, row.dtype) if profile.kernel_classes else None
+    if line is not None:
+        return line_seconds(line, row)
     kind = row.kernel_class
     if row.gemm is not None:
         eff = profile.kernel_classes.table(kind).at(work(row, profile))   # type: ignore[union-attr]
@@ -204,6 +213,74 @@ def predicted_seconds(row: Row, profile: HardwareProfile) -> float:
     classes = profile.kernel_classes
     slowdown = 1.0 if row.gemm is not None or row.aligned or classes is None else classes.unaligned(kind)
     return floor_seconds(profile) + max(compute, memory_seconds(row.nbytes, profile, kind) * slowdown)
+
+
+MIN_LINE_SHAPES = 3       # distinct profiled shapes an op type needs for a line of its own (3 coefficients)
+
+
+def line_features(row: Row) -> tuple[float, float, float]:
+    """(1, MB moved, GFLOP) of a profiled kernel: the terms of an OpCost line (compute.op_line_kernel)."""
+    return (1.0, row.nbytes / 1e6, row.flops / 1e9)
+
+
+def line_seconds(line: OpCost, row: Row) -> float:
+    _, mb, gflop = line_features(row)
+    return (line.fixed_us + line.us_per_mb * mb + line.us_per_gflop * gflop) * 1e-6
+
+
+def min_us_per_mb(profile: HardwareProfile) -> float:
+    """The fastest a kernel can move bytes: every core streaming at the L2 rate (profile.memory.l2_gbps is
+    one core's), in microseconds per MB. A fitted slope below it would be a kernel beating the cache."""
+    return 1e3 / (profile.memory.l2_gbps * profile.vector.cores)
+
+
+def fit_op_costs(rows: Sequence[Row], profile: HardwareProfile) -> tuple[OpCost, ...]:
+    """One line per (op type, dtype) with at least MIN_LINE_SHAPES distinct shapes among `rows`: least
+    squares of the relative error (each row weighted by sqrt(count) / its time, so that a 4 us kernel
+    counts as much as a 4 ms one), coefficients >= 0 and the bytes slope at least min_us_per_mb (without
+    it the many fixed-cost-bound small kernels let a line pass below the large ones), to 3 digits."""
+    import numpy as np
+    from scipy.optimize import lsq_linear
+
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        if r.op_type not in OPAQUE:
+            groups.setdefault((r.op_type, r.dtype), []).append(r)
+    lines = []
+    for (op_type, dtype), mine in sorted(groups.items()):
+        shapes = sorted({(r.nbytes, r.flops) for r in mine})
+        if len(shapes) < MIN_LINE_SHAPES:
+            continue
+        terms = line_terms(shapes)
+        lower = np.array([0.0, min_us_per_mb(profile), 0.0])[terms]
+        weights = np.array([r.count ** 0.5 / r.duration_us for r in mine])
+        a = np.array([line_features(r) for r in mine])[:, terms] * weights[:, None]
+        fit = lsq_linear(a, np.array([r.duration_us for r in mine]) * weights, bounds=(lower, np.inf), method="bvls")
+        coef = [0.0, 0.0, 0.0]
+        for term, value in zip(terms, fit.x):
+            coef[term] = sig(float(value))
+        per_mb = max(coef[1], sig(min_us_per_mb(profile)))
+        lines.append(OpCost(op_type=op_type, dtype=dtype, fixed_us=coef[0], us_per_mb=per_mb, us_per_gflop=coef[2],
+                            rows=len(shapes)))
+    return tuple(lines)
+
+
+def line_terms(shapes: Sequence[tuple[int, int]]) -> list[int]:
+    """The terms of line_features an op type's shapes can tell apart: all three, unless its (bytes, FLOPs)
+    points lie on one line (a unary Vector op's FLOPs, one per output element, are proportional to its
+    bytes), where bytes alone (or FLOPs, if the bytes never change) stand for both. Exact integer test,
+    so the fit has one solution and gives the same digits on every machine."""
+    (b0, f0), (b1, f1) = shapes[0], shapes[1]
+    collinear = all((b - b0) * (f1 - f0) == (f - f0) * (b1 - b0) for b, f in shapes[2:])
+    if not collinear:
+        return [0, 1, 2]
+    return [0, 1] if any(b != b0 for b, _ in shapes) else [0, 2]
+
+
+def op_costs_text(costs: Sequence[OpCost]) -> list[str]:
+    rows = [f'  {{op_type = "{c.op_type}", dtype = "{c.dtype}", fixed_us = {c.fixed_us:g}, us_per_mb = '
+            f'{c.us_per_mb:g}, us_per_gflop = {c.us_per_gflop:g}, rows = {c.rows}}},' for c in costs]
+    return ["op_costs = [", *rows, "]"]
 
 
 # --- the error report -----------------------------------------------------------------------------
@@ -333,6 +410,8 @@ def block_text(classes: KernelClasses, note: str, labels: Sequence[tuple[str, fl
     for kind in ("memory", *CUBE_CLASSES, *VECTOR_CLASSES, *FLASH_CLASSES):
         if getattr(classes, kind) is not None:
             lines.append(f"{kind} = {table_text(classes.table(kind))}")
+    if classes.op_costs:
+        lines += op_costs_text(classes.op_costs)
     for key, lo, hi, reason in labels:
         lines += ["", f'[estimates."{key}"]', f"range = [{lo:g}, {hi:g}]", f'reason = "{reason}"']
     lines.append(END)
@@ -405,17 +484,47 @@ def cpu_fit_row(row: Row) -> bool:
     return "@" not in row.network and "amp_level" not in row.network
 
 
+def beyond_peak(row: Row, profile: HardwareProfile) -> bool:
+    """A Cube kernel measured faster than its FLOPs allow at the datasheet peak: its join to the graph
+    paired it with another op's shapes (or the peak is wrong), so its time is not this GEMM's."""
+    return row.gemm is not None and ideal_seconds(row, profile) > row.duration_us * 1e-6
+
+
+def cpu_rows(name: str) -> tuple[list[Row], set[tuple[str, int]]]:
+    """A cpu profile's per-op rows: its validation run's and its kernel sweep's (data/<profile>_sweep_ops.csv,
+    if measured), and the (network, batch) runs of the sweep, which are calibration data throughout."""
+    rows = load_rows(ops_table(name))
+    sweep_path = ops_table(name, "sweep")
+    sweep = load_rows(sweep_path) if sweep_path.exists() else []
+    swept = {(r.network, r.batch) for r in sweep}
+    clash = swept & {(r.network, r.batch) for r in rows}
+    if clash:
+        raise ValueError(f"{sweep_path.name}: runs also in the validation run's table: {sorted(clash)}")
+    return rows + sweep, swept
+
+
 def cpu_derived(name: str) -> tuple[Path, str, list[str]]:
-    """A cpu profile's new text (its class tables from its fit cells' kernels) and the report lines."""
+    """A cpu profile's new text (class tables from the fp32 kernels of its fit cells, op lines from those
+    and its kernel sweep's) and the report lines (per-op error on the validate and AMP cells' kernels)."""
     path = PROFILE_DIR / f"{name}.toml"
     chip = datasheet(path)
-    table = ops_table(name)
-    rows = load_rows(table)
-    classes = fit_classes([r for r in rows if cpu_fit_row(r)], chip, blocks=False)
-    note = (f"fitted on the per-op times of the fp32 fit cells in data/{table.name} "
-            "(MindSpore's Profiler on this CPU, hardware.calibration.cpu_ops)")
-    lines = [f"{name}: {len(rows)} table rows ({sum(r.count for r in rows)} kernels) from {table.name}",
-             *report(rows, dataclasses.replace(chip, kernel_classes=classes), cpu_fit_row, name)]
+    every, swept = cpu_rows(name)
+    impossible = [r for r in every if beyond_peak(r, chip)]
+    rows = [r for r in every if not beyond_peak(r, chip)]
+
+    def fitted(row: Row) -> bool:
+        return cpu_fit_row(row) or ((row.network, row.batch) in swept and row.dtype == "fp32")
+
+    tables = fit_classes([r for r in rows if cpu_fit_row(r)], chip, blocks=False)
+    classes = dataclasses.replace(tables, op_costs=fit_op_costs([r for r in rows if fitted(r)], chip))
+    sources = " and ".join(t.name for t in (ops_table(name), ops_table(name, "sweep")) if t.exists())
+    note = (f"MindSpore's Profiler on this CPU (data/{sources}, hardware.calibration.cpu_ops): the tables fitted "
+            "on the fp32 fit cells' kernels, op_costs on those and the kernel sweep's")
+    lines = [f"{name}: {len(every)} table rows ({sum(r.count for r in every)} kernels) from {sources}",
+             f"{name}: {len(impossible)} rows ({sum(r.count for r in impossible)} kernels) measured faster than "
+             f"their GEMM allows at the {chip.cube.tflops_fp32 * 1e3:.0f} GFLOP/s fp32 peak are left out (a join "
+             "to another op's shapes)",
+             *report(rows, dataclasses.replace(chip, kernel_classes=classes), fitted, name)]
     return path, with_block(path.read_text(), block_text(classes, note, [])), lines
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from hardware.model.compute import cost_work
 from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
 
@@ -123,10 +124,7 @@ class Row:
 
     @property
     def flops(self) -> int:
-        g = self.gemm
-        if g is not None:
-            return 2 * math.prod(g)
-        return self.outputs[0].elements if self.outputs else 0
+        return cost_work(self.gemm, self.outputs[0].elements if self.outputs else 0)
 
 
 def parse_tensors(text: str) -> tuple[Tensor, ...]:

@@ -8,7 +8,9 @@ costs each kernel by its class (hardware.model.opclass): Cube classes by the wor
 16x16x16 tiles, Vector classes by the bytes they move, plus a fixed device cost per kernel (the
 latency + bandwidth form: a tiny kernel costs its start-up, a large one its roofline) and a
 slowdown for Vector kernels whose innermost dimension is not whole 32-byte blocks; a profile
-without (the fitted `cpu` one) uses one Cube table by K and one memory table. Ops sharing a
+without (the fitted `cpu` one) uses one Cube table by K and one memory table. A CPU profile whose
+classes carry `op_costs` (cpu-icelake: lines fitted per op type on its own per-op profiles) costs a lone
+op of such a type by its line instead, fixed + per-MB + per-GFLOP time added up. Ops sharing a
 `fusion_group` become one kernel: their FLOPs add up, the tensors passed between them never
 touch memory, and they cost one launch. Ascend's fused attention kernels (FlashAttentionScore and its
 gradient) are costed by the chip's measured flash tables at the tile-equivalents of their FLOPs per
@@ -47,10 +49,12 @@ class Kernel:
     memory_s: float
     kernel_class: str = ""     # hardware.model.opclass class whose efficiency costed it
     floor_s: float = 0.0       # fixed device cost of any kernel (start, tail), before its roofline time
+    overlapped: bool = True    # compute and traffic overlap (a roofline); False: a fitted op line adds them
 
     @property
     def time_s(self) -> float:
-        return self.floor_s + max(self.compute_s, self.memory_s)
+        busy = max(self.compute_s, self.memory_s) if self.overlapped else self.compute_s + self.memory_s
+        return self.floor_s + busy
 
     @property
     def memory_bound(self) -> bool:
@@ -275,7 +279,31 @@ def intermediate_bytes(group: Sequence[Op]) -> int:
     return 2 * sum(sum(o.nbytes for o in op.outputs) for op in group[:-1])
 
 
+def cost_work(gemm: tuple[int, int, int, int] | None, output_elements: int) -> int:
+    """The FLOPs an op line (profile.OpCost) is indexed by: the GEMM the kernel runs (an input gradient's
+    at its dilated K, see gemm_shape), or one per output element for a Vector op. One definition for the
+    fit (hardware.calibration.table.Row.flops) and the model (op_line_kernel)."""
+    return 2 * math.prod(gemm) if gemm is not None else output_elements
+
+
+def op_line_kernel(op: Op, profile: HardwareProfile) -> Kernel | None:
+    """A lone op costed by its own type's fitted line (a CPU profile's `op_costs`), None without one."""
+    classes = profile.kernel_classes
+    line = classes.op_cost(op.type, compute_dtype(op)) if classes is not None else None
+    if line is None:
+        return None
+    gemm = gemm_shape(op) if op.unit == "cube" else None
+    work = cost_work(gemm, math.prod(op.outputs[0].shape) if op.outputs else 0)
+    return Kernel(ops=(op,), phase=op.phase, unit=op.unit, flops=op.flops, bytes=op.bytes,
+                  compute_s=line.us_per_gflop * work * 1e-15, memory_s=line.us_per_mb * op.bytes * 1e-12,
+                  kernel_class=group_class([op]), floor_s=line.fixed_us * 1e-6, overlapped=False)
+
+
 def make_kernel(group: Sequence[Op], profile: HardwareProfile) -> Kernel:
+    if len(group) == 1:
+        line = op_line_kernel(group[0], profile)
+        if line is not None:
+            return line
     flops = sum(op.flops for op in group)
     total = sum(op_bytes(op, profile) for op in group)
     floor = max(op_bytes(op, profile) for op in group)      # a kernel moves at least its largest member

@@ -14,6 +14,7 @@ estimates they depend on, and `with_estimate` gives the profile at either end of
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -96,6 +97,22 @@ class DeviceMemory:
 
 
 @dataclass(frozen=True)
+class OpCost:
+    """One op type's measured kernel time on a CPU: fixed_us + us_per_mb·MB moved + us_per_gflop·GFLOP
+    (hardware.model.compute.cost_work), fitted by hardware.calibration.derive on that CPU's per-op
+    profiles. CPU kernels are not a step function of the work per core (oneDNN picks a different
+    algorithm per shape), so where an op type has enough profiled shapes its own line beats its class's
+    table; `rows` says how many distinct shapes it was fitted on."""
+
+    op_type: str
+    dtype: str                 # fp32 | fp16: the dtype the op computes in
+    fixed_us: float
+    us_per_mb: float
+    us_per_gflop: float
+    rows: int
+
+
+@dataclass(frozen=True)
 class KernelClasses:
     """Efficiency per kernel class (hardware.model.opclass), derived from per-op profiles by
     `python -m hardware.calibration.derive`. Cube classes are indexed by the work per core,
@@ -124,6 +141,7 @@ class KernelClasses:
     data_movement: EfficiencyTable
     flash_attention: EfficiencyTable | None = None
     flash_attention_grad: EfficiencyTable | None = None
+    op_costs: tuple[OpCost, ...] | None = None     # a CPU's per-op-type lines; the tables cost the rest
 
     def table(self, kernel_class: str) -> EfficiencyTable:
         return typing.cast(EfficiencyTable, getattr(self, kernel_class))
@@ -131,6 +149,15 @@ class KernelClasses:
     def unaligned(self, kernel_class: str) -> float:
         """The time factor of an unaligned kernel of this class (1 for the Cube classes)."""
         return float(getattr(self, f"unaligned_{kernel_class}", 1.0))
+
+    def op_cost(self, op_type: str, dtype: str) -> OpCost | None:
+        """The op type's own fitted line in this dtype, if the profile has one."""
+        return op_cost_index(self.op_costs or ()).get((op_type, dtype))
+
+
+@functools.cache
+def op_cost_index(costs: tuple[OpCost, ...]) -> dict[tuple[str, str], OpCost]:
+    return {(c.op_type, c.dtype): c for c in costs}
 
 
 @dataclass(frozen=True)
@@ -238,7 +265,7 @@ class HardwareProfile:
         return typing.cast(HardwareProfile, type(parsed)(**{**parsed.__dict__, "digest": digest}))
 
 
-ALLOWED_TEXT = {"kind": ("npu", "cpu"), "matrix_fp32_as": ("fp32", "fp16"), "algorithm": ("ring", "mesh")}
+ALLOWED_TEXT = {"kind": ("npu", "cpu"), "dtype": ("fp32", "fp16", "bf16"), "matrix_fp32_as": ("fp32", "fp16"), "algorithm": ("ring", "mesh")}
 
 
 def parse_section(cls: type, table: Any, where: str, prefix: str, skip: tuple[str, ...] = ()) -> Any:

@@ -78,6 +78,9 @@ CPU_CUBE = next(line.split("#")[0].strip() for line in
     (lambda t: t + '\n[estimates."launch.turbo_us"]\nrange = [1, 2]\nreason = "x"\n', "estimates.launch.turbo_us",
      "unknown constant", "ascend910a"),
     (lambda t: t + '\n[estimates."cube.tile"]\nrange = [8, 32]\n', "estimates.cube.tile", "reason", "ascend910a"),
+    (lambda t: t.replace('dtype = "fp32"', 'dtype = "fp8"', 1), "kernel_classes.op_costs[0].dtype", "fp32|fp16|bf16",
+     "cpu-icelake"),
+    (lambda t: t.replace("fixed_us = ", "fixed_us = -", 1), "kernel_classes.op_costs[0].fixed_us", ">= 0", "cpu-icelake"),
 ])
 def test_bad_profiles_are_refused_naming_file_and_key(tmp_path, edit, key, words, base):
     path = write_variant(tmp_path, edit, base)
