@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import tomllib
 from pathlib import Path
@@ -189,7 +190,7 @@ def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = Tr
     tables["memory"] = fit_table([r for r in aligned if r.gemm is None], profile, BYTES_GRID, floor)
     factors = {f"unaligned_{kind}": 1.0 for kind in VECTOR_CLASSES}
     draft = dataclasses.replace(profile, kernel_classes=KernelClasses(min_kernel_us=floor, **factors, **tables))
-    for kind in VECTOR_CLASSES:
+    for kind in VECTOR_CLASSES if blocks else ():
         slow = [r for r in usable if r.gemm is None and not r.aligned and r.kernel_class == kind]
         predicted = sum(r.count * (predicted_seconds(r, draft) - floor * 1e-6) for r in slow)
         if slow and predicted > 0:
@@ -234,11 +235,22 @@ def min_us_per_mb(profile: HardwareProfile) -> float:
     return 1e3 / (profile.memory.l2_gbps * profile.vector.cores)
 
 
+def min_us_per_gflop(profile: HardwareProfile, dtype: str) -> float:
+    """The fastest a GEMM can do its FLOPs: the Cube's datasheet peak for its dtype, in microseconds per GFLOP,
+    rounded up to 3 digits (so the written line never beats the peak)."""
+    tflops = profile.cube.tflops_fp16 if dtype == "fp16" else profile.cube.tflops_fp32
+    exact = 1e6 / (tflops * 1e3)
+    step = 10.0 ** (math.floor(math.log10(exact)) - 2)
+    return sig(math.ceil(exact / step) * step)
+
+
 def fit_op_costs(rows: Sequence[Row], profile: HardwareProfile) -> tuple[OpCost, ...]:
     """One line per (op type, dtype) with at least MIN_LINE_SHAPES distinct shapes among `rows`: least
     squares of the relative error (each row weighted by sqrt(count) / its time, so that a 4 us kernel
     counts as much as a 4 ms one), coefficients >= 0 and the bytes slope at least min_us_per_mb (without
-    it the many fixed-cost-bound small kernels let a line pass below the large ones), to 3 digits."""
+    it the many fixed-cost-bound small kernels let a line pass below the large ones) and a GEMM's FLOPs
+    slope at least the datasheet peak's (min_us_per_gflop: a steeper-than-peak slope, traded against a
+    large bytes slope, fits the rows but predicts a larger GEMM faster than the chip can run it), to 3 digits."""
     import numpy as np
     from scipy.optimize import lsq_linear
 
@@ -252,7 +264,8 @@ def fit_op_costs(rows: Sequence[Row], profile: HardwareProfile) -> tuple[OpCost,
         if len(shapes) < MIN_LINE_SHAPES:
             continue
         terms = line_terms(shapes)
-        lower = np.array([0.0, min_us_per_mb(profile), 0.0])[terms]
+        gemm_floor = min_us_per_gflop(profile, dtype) if mine[0].gemm is not None else 0.0
+        lower = np.array([0.0, min_us_per_mb(profile), gemm_floor])[terms]
         weights = np.array([r.count ** 0.5 / r.duration_us for r in mine])
         a = np.array([line_features(r) for r in mine])[:, terms] * weights[:, None]
         fit = lsq_linear(a, np.array([r.duration_us for r in mine]) * weights, bounds=(lower, np.inf), method="bvls")
@@ -260,7 +273,8 @@ def fit_op_costs(rows: Sequence[Row], profile: HardwareProfile) -> tuple[OpCost,
         for term, value in zip(terms, fit.x):
             coef[term] = sig(float(value))
         per_mb = max(coef[1], sig(min_us_per_mb(profile)))
-        lines.append(OpCost(op_type=op_type, dtype=dtype, fixed_us=coef[0], us_per_mb=per_mb, us_per_gflop=coef[2],
+        per_gflop = max(coef[2], sig(gemm_floor)) if 2 in terms else coef[2]
+        lines.append(OpCost(op_type=op_type, dtype=dtype, fixed_us=coef[0], us_per_mb=per_mb, us_per_gflop=per_gflop,
                             rows=len(shapes)))
     return tuple(lines)
 
