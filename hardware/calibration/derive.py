@@ -489,7 +489,7 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
 
 # --- cpu-kind profiles: per-op times measured on that CPU (cpu_ops) ------------------------------
 
-CPU_PROFILES = ("cpu-icelake",)         # the cpu profiles with a per-op table (data/<profile>_ops.csv)
+CPU_PROFILES = ("cpu-icelake", "cpu")  # the cpu profiles with a per-op table (data/<profile>_ops.csv)
 
 
 def cpu_fit_row(row: Row) -> bool:

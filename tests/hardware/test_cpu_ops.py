@@ -128,8 +128,9 @@ def test_op_lines_need_three_shapes_and_never_move_bytes_faster_than_the_cache(t
     assert line.us_per_mb >= derive.sig(derive.min_us_per_mb(profile)) > 0
 
 
-def test_the_committed_cpu_icelake_lines_are_physical():
-    profile = load_profile("cpu-icelake")
+@pytest.mark.parametrize("name", derive.CPU_PROFILES)
+def test_the_committed_cpu_lines_are_physical(name):
+    profile = load_profile(name)
     lines = profile.kernel_classes.op_costs
     assert lines and {"Conv2D", "MatMul", "ReLU", "BatchNorm"} <= {c.op_type for c in lines}
     peak_us_per_gflop = 1e6 / (profile.cube.tflops_fp32 * 1e3)

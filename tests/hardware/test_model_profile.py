@@ -54,9 +54,10 @@ def test_efficiency_table_lookup():
         assert classes.matmul.at(threshold) == eff and classes.matmul.at(threshold * 0.999) == below
 
 
-# The cpu profile's fitted Cube line as it stands in the file (a refit changes its value, not the edits below).
+# An end-to-end fitted cpu profile's Cube line as it stands in the file (a refit changes its value, not the edits
+# below); `cpu` and `cpu-icelake` take their kernel times from [kernel_classes] instead.
 CPU_CUBE = next(line.split("#")[0].strip() for line in
-                (PROFILE_DIR / "cpu.toml").read_text().split("[cube]")[1].splitlines() if line.startswith("efficiency ="))
+                (PROFILE_DIR / "cpu-xeon.toml").read_text().split("[cube]")[1].splitlines() if line.startswith("efficiency ="))
 
 
 @pytest.mark.parametrize("edit, key, words, base", [
@@ -66,11 +67,11 @@ CPU_CUBE = next(line.split("#")[0].strip() for line in
     (lambda t: t.replace('matrix_fp32_as = "fp32"', 'matrix_fp32_as = "fp8"'), "precision.matrix_fp32_as", "fp32|fp16",
      "ascend910b"),
     (lambda t: t.replace(CPU_CUBE, "efficiency = [[512, 0.2], [64, 0.1]]"), "cube.efficiency",
-     "the last threshold must be 0", "cpu"),
+     "the last threshold must be 0", "cpu-xeon"),
     (lambda t: t.replace(CPU_CUBE, "efficiency = [[64, 0.2], [512, 0.1], [0, 0.1]]"), "cube.efficiency",
-     "thresholds must descend", "cpu"),
-    (lambda t: t.replace(CPU_CUBE, "efficiency = [[512, 1.5], [0, 0.1]]"), "cube.efficiency", "efficiencies in (0, 1]", "cpu"),
-    (lambda t: t.replace(CPU_CUBE, ""), "kernel_classes", "or both cube.efficiency and memory.efficiency", "cpu"),
+     "thresholds must descend", "cpu-xeon"),
+    (lambda t: t.replace(CPU_CUBE, "efficiency = [[512, 1.5], [0, 0.1]]"), "cube.efficiency", "efficiencies in (0, 1]", "cpu-xeon"),
+    (lambda t: t.replace(CPU_CUBE, ""), "kernel_classes", "or both cube.efficiency and memory.efficiency", "cpu-xeon"),
     (lambda t: t.replace("matmul = [[", "matmul = [[1e9, 1.5], [", 1), "kernel_classes.matmul", "efficiencies in (0, 1]",
      "ascend910a"),
     (lambda t: t + '\n[estimates."cube.ghz"]\nrange = [2, 3]\nreason = "x"\n', "estimates.cube.ghz",
