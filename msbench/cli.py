@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beside-others", action="store_true",
                    help="do not wait to have the host alone (per-stage CPU times tolerate sharing; the held-out "
                         "wall-clock points do not, and each entry records it)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="host: measure each entry in this many child processes and keep the median one by its "
+                        "bottleneck stage (one process's segments are not independent; the entry lists every run)")
 
     p = sub.add_parser("validate", help="compare the device model with real CPU runs (cpu) or published Ascend runs")
     p.add_argument("--profile", default="cpu")

@@ -19,7 +19,7 @@ import inspect
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from msbench.errors import ConfigError
 from msbench.plugins import SPEC, import_object, installed, registered
@@ -29,6 +29,7 @@ WORKLOAD_GROUP = "msbench.workloads"
 WORKLOADS_DIR = Path(__file__).resolve().parent
 # Modules of workloads/ that every training step uses: editing one changes every workload's cache keys.
 SHARED_SOURCES = tuple(WORKLOADS_DIR / name for name in ("train_step.py", "base.py", "pipeline.py"))
+MAX_CALIBRATION_HOPS = 4          # zoo adapter -> built-in workload -> the family's data workload, with room
 
 WORKLOADS: dict[str, str] = {
     "resnet50": "workloads.resnet50.workload:ResNet50Workload",
@@ -106,6 +107,20 @@ def get_workload(name: str) -> Workload:
     if not (isinstance(cls, type) and issubclass(cls, Workload)) or inspect.isabstract(cls):
         raise ConfigError("workload", name, "a concrete subclass of workloads.base.Workload")
     return cls()   # its class's `name` names its presets tables; cells carry the name given here
+
+
+def calibration_entry(workload: str, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(workload, preset, overrides) of the host-cost entry that measured this cell's pipeline, following each
+    workload's `calibrated_pipeline` until one names itself (a zoo adapter feeds a built-in workload that may
+    in turn read another's entry)."""
+    entry = (workload, preset, dict(overrides))
+    for _ in range(MAX_CALIBRATION_HOPS):
+        following = get_workload(entry[0]).calibrated_pipeline(entry[1], entry[2])
+        if following == entry:
+            return entry
+        entry = following
+    raise ConfigError("calibrated_pipeline", workload, f"a chain of at most {MAX_CALIBRATION_HOPS} workloads "
+                      "ending in one that reads its own entry")
 
 
 def workload_sources(name: str) -> list[Path]:

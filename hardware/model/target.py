@@ -73,9 +73,9 @@ def cell_host(workload: str, preset: str, overrides: Mapping[str, Any], settings
     them is set; a zoo adapter feeding a built-in pipeline reads that pipeline's entries."""
     from hardware.model.host_cost import host_cost
     from hardware.model.pipeline_modes import HostWithModes, pipeline_modes
-    from workloads.registry import get_workload
+    from workloads.registry import calibration_entry
 
-    source, source_preset, source_overrides = get_workload(workload).calibrated_pipeline(preset, overrides or {})
+    source, source_preset, source_overrides = calibration_entry(workload, preset, overrides or {})
     host = host_cost(source, source_preset, source_overrides, settings.data_format)
     if all(getattr(settings, k) == DEFAULTS[k] for k in MODE_KNOBS):
         return host

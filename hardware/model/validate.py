@@ -127,9 +127,8 @@ def run_real(out: Path, resume: bool, progress: bool) -> Path:
 def fit_cases(run_path: str | Path, profile: str) -> list:
     """The measured `fit` cells as FitCases (graph, settings, host cost, measurements) for fit.py."""
     from hardware.model.fit import FitCase
-    from hardware.model.host_cost import host_cost
     from hardware.model.profile import load_profile
-    from hardware.model.target import cell_graph
+    from hardware.model.target import cell_graph, cell_host
 
     prof = load_profile(profile)
     cases = []
@@ -138,7 +137,7 @@ def fit_cases(run_path: str | Path, profile: str) -> list:
         if split_of(c) != "fit":
             continue
         cases.append(FitCase(graph=cell_graph(c.workload, c.preset, c.overrides, c.settings, prof),
-                             settings=c.settings, host=host_cost(c.workload, c.preset, c.overrides, c.settings.data_format),
+                             settings=c.settings, host=cell_host(c.workload, c.preset, c.overrides, c.settings),
                              step_time_s=r.metrics.step_time_s, peak_memory_bytes=r.metrics.peak_memory_bytes))
     return cases
 

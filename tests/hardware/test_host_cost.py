@@ -17,7 +17,7 @@ from hardware.model.host_time import data_seconds, per_sample_seconds, pipeline_
 from hardware.model.profile import load_profile
 from msbench.errors import UserError
 from msbench.settings import Settings
-from workloads.registry import WORKLOADS, get_workload
+from workloads.registry import WORKLOADS, calibration_entry, get_workload
 
 REPO = Path(__file__).resolve().parents[2]
 TIMING_CALLS = re.compile(r"\b(perf_counter|process_time|monotonic|time\.time|getloadavg|clock_gettime)\b")
@@ -35,9 +35,11 @@ def test_the_shipped_file_covers_every_workload_and_matrix_cell():
             if is_llm_preset(get_workload(workload).preset(preset, {})):
                 continue              # composed from blocks, which read no host cost (the refusals say so)
             for fmt in ("generator", "mindrecord"):
-                assert entry_key(workload, preset, {}, fmt) in data["entries"]
+                assert entry_key(*calibration_entry(workload, preset, {}), fmt) in data["entries"]
     for key, e in data["entries"].items():
         assert key == entry_key(e["workload"], e["preset"], e["overrides"], e["data_format"])
+        # no entry the model never reads: a second measurement of one pipeline could only disagree
+        assert key == entry_key(*calibration_entry(e["workload"], e["preset"], e["overrides"]), e["data_format"])
         assert e["stages"] and max(s["cpu_seconds_per_sample"] for s in e["stages"]) > 0
         for s in e["stages"]:
             assert 0 <= s["python_seconds_per_sample"] <= s["cpu_seconds_per_sample"]
@@ -49,6 +51,10 @@ def test_the_shipped_file_covers_every_workload_and_matrix_cell():
         assert e["host"]["cores"] >= 1 and e["host"]["cpu_model"] and e["measured_at"].endswith("Z")
         assert len(e["host"]["load_average_before"]) == len(e["host"]["load_average_after"]) == 3
         assert e["command"].startswith(f"msbench calibrate host {e['workload']} --preset {e['preset']}")
+        if "runs" in e:        # measured by --runs N: the kept run is the median one by its bottleneck
+            runs = sorted(r["bottleneck_cpu_seconds_per_sample"] for r in e["runs"])
+            assert calibration.bottleneck_seconds(e) == runs[(len(runs) - 1) // 2]
+            assert e["command"].endswith(f" --runs {len(runs)}")
 
 
 def entry(**fields):
@@ -105,6 +111,9 @@ def test_default_specs_remeasure_the_file_or_name_the_grid():
     assert default_specs([], [], [], {}, existing) == [EntrySpec("bert-base", "tiny", (("seq_len", 64),), "generator")]
     grid = default_specs(["resnet50"], ["tiny"], [], {}, existing)
     assert [s.key for s in grid] == ["resnet50/tiny/generator", "resnet50/tiny/mindrecord"]
+    # the three YOLO networks feed one pipeline: naming them measures its one entry per format, once
+    yolo = default_specs(["yolov5s", "yolov8n", "yolov8s"], ["full"], ["generator"], {}, existing)
+    assert [s.key for s in yolo] == ["yolov8n/full/generator"]
     from msbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="resnet5"):
@@ -244,3 +253,26 @@ def test_calibrate_asks_for_workloads_or_all(argv, message, tmp_path):
     args = build_parser().parse_args([*argv, "--file", str(write(tmp_path / "host_cost.json", entry()))])
     with pytest.raises(UserError, match=message):
         calibration.calibrate_command(args)
+
+
+def test_several_runs_keep_the_median_run_whole_and_list_every_run(monkeypatch):
+    """`--runs 3`: one child process per run (processes disagree more than one's own segments); the entry is
+    the run whose bottleneck is the median, as measured, with each run's bottleneck, date and load beside it."""
+    bottlenecks = iter([0.042, 0.033, 0.037, 0.035])
+
+    def one_run(spec, beside_others=False):
+        b = next(bottlenecks)
+        return {**entry(stages=[{"name": "map[0]", "cpu_seconds_per_sample": b, "python_seconds_per_sample": b / 2},
+                                {"name": "thread 2", "cpu_seconds_per_sample": 0.003, "python_seconds_per_sample": 0}]),
+                "measured_at": f"run {b}", "host": {"load_average_before": [0.1, 0.2, 0.3]}, "command": spec.command()}
+
+    monkeypatch.setattr(calibration, "measure_run", one_run)
+    spec = EntrySpec("yolov8n", "full", (), "generator")
+    kept = calibration.measure_entry(spec, runs=3)
+    assert calibration.bottleneck_seconds(kept) == 0.037 and kept["measured_at"] == "run 0.037"
+    assert [r["bottleneck_cpu_seconds_per_sample"] for r in kept["runs"]] == [0.042, 0.033, 0.037]
+    assert kept["command"] == "msbench calibrate host yolov8n --preset full --data-format generator --runs 3"
+    single = calibration.measure_entry(spec, runs=1)
+    assert "runs" not in single and single["command"].endswith("--data-format generator")
+    with pytest.raises(UserError, match="--runs=0 is not allowed; allowed: a whole number >= 1"):
+        calibration.measure_entry(spec, runs=0)

@@ -186,12 +186,17 @@ def test_the_calibration_file_holds_what_the_shipped_matrices_read():
     """resnet50/full carries the nightly's and claims' pipeline cells; every entry loads with its compile rate."""
     import json
 
-    entries = json.loads(pm.CALIBRATION_FILE.read_text())["pipelines"]
+    from workloads.registry import calibration_entry
+
+    data = json.loads(pm.CALIBRATION_FILE.read_text())
+    entries = data["pipelines"]
     assert "resnet50/full/generator" in entries
     for key in entries:
         workload, preset, fmt = key.split("/")
         modes = pm.pipeline_modes(workload, preset, fmt)
         assert min(modes.process_ratio.values()) > 0 and modes.compile_s_per_op > 0
+        assert calibration_entry(workload, preset, {}) == (workload, preset, {})    # an entry the model reads
+    assert set(data["compile"]) == {key.split("/")[0] for key in entries}
     assert pm.pipeline_modes("resnet50", "tiny", "generator").vision_shares
     assert not pm.pipeline_modes("bert-base", "tiny", "generator").vision_shares
 

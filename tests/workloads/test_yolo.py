@@ -144,6 +144,28 @@ def test_pipeline_yields_letterboxed_images_and_padded_labels(scratch):
     assert len(valid) >= 4 and set(valid[:, 1]) <= {0, 1, 2} and (valid[:, 2:] > 0).all() and (valid[:, 2:] <= 1).all()
 
 
+@pytest.mark.parametrize("preset", ["tiny", "full"])
+def test_the_three_networks_feed_one_pipeline_and_read_its_one_host_cost_entry(preset):
+    """yolov5s and yolov8s read yolov8n's calibration entry because their pipelines are the same: same source,
+    same transform; a pipeline field carried as an override keeps them apart, a network field does not."""
+    from workloads.registry import calibration_entry
+    from workloads.yolo.workload import DATA_WORKLOAD
+
+    def pipeline(name, overrides):
+        wl = get_workload(name)
+        spec = wl.pipeline_spec(wl.preset(preset, overrides), "train")
+        (stage,) = spec.stages
+        (transform,) = stage.operations
+        return spec.source_key, spec.columns, transform.mode, transform.size, transform.max_boxes, transform.cfg
+
+    for name in PUBLISHED:
+        assert pipeline(name, {}) == pipeline(DATA_WORKLOAD, {})
+        assert calibration_entry(name, preset, {}) == (DATA_WORKLOAD, preset, {})
+        assert calibration_entry(name, preset, {"width": 0.75, "image_size": 320}) == \
+            (DATA_WORKLOAD, preset, {"image_size": 320})
+    assert pipeline("yolov8s", {"image_size": 320}) != pipeline(DATA_WORKLOAD, {})
+
+
 def batches(dataset) -> list[tuple[np.ndarray, ...]]:
     return [tuple(b) for b in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)]
 
