@@ -204,7 +204,7 @@ def read_file(path: Path) -> dict[str, Any]:
 
 
 # One workload per pipeline family (JPEG vision ops, YOLO's Python mosaic, text masking); the full presets
-# where the claims matrix asks (YOLO full, 38 ms/sample, would take most of the 5-minute budget alone).
+# where the claims matrix asks (YOLO full, 33 ms/sample, would take most of the 5-minute budget alone).
 DEFAULT_PIPELINES = (("resnet50", "tiny"), ("resnet50", "full"), ("yolov8n", "tiny"), ("bert-base", "tiny"),
                      ("bert-base", "full"))
 
