@@ -57,12 +57,15 @@ class ChildScope:
     """`with ChildScope("msbench-worker-") as scope: scope.run([...])`; `scope.scratch` is its directory
     (None when `scratch_prefix` is None). `cleanup` commands run if the parent dies inside the scope, each
     retried until it exits 0 for CLEANUP_RETRY_S (a daemon the parent was starting as it died, such as a
-    dataset-cache server whose process exists before it listens, refuses the first stop)."""
+    dataset-cache server whose process exists before it listens, refuses the first stop); then every process
+    whose argv holds all the words of one `kill_matching` entry is killed (such a server still refused its
+    stop after 10 s once, under load in CI, and outlived its cell)."""
 
     def __init__(self, scratch_prefix: str | None = None, cleanup: Sequence[Sequence[str]] = (),
-                 cleanup_env: Mapping[str, str] | None = None) -> None:
+                 cleanup_env: Mapping[str, str] | None = None, kill_matching: Sequence[Sequence[str]] = ()) -> None:
         self.scratch_prefix = scratch_prefix
         self.cleanup = [list(c) for c in cleanup]
+        self.kill_matching = [list(words) for words in kill_matching]
         self.cleanup_env = dict(cleanup_env) if cleanup_env is not None else None
         self.scratch: Path | None = None
         self._groups: set[int] = set()
@@ -74,7 +77,8 @@ class ChildScope:
         if self.scratch_prefix is not None:
             self.scratch = Path(tempfile.mkdtemp(prefix=self.scratch_prefix))
         read_end, self._pipe = os.pipe()
-        spec = {"paths": [str(self.scratch)] if self.scratch else [], "commands": self.cleanup}
+        spec = {"paths": [str(self.scratch)] if self.scratch else [], "commands": self.cleanup,
+                "kill_matching": self.kill_matching}
         try:
             self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(spec)],
                                               stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -238,9 +242,28 @@ def _watch(spec_text: str) -> int:
             if done or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
+    for words in spec["kill_matching"]:
+        for pid in _pids_with_argv(words):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
     for path in spec["paths"]:
         shutil.rmtree(path, ignore_errors=True)
     return 0
+
+
+def _pids_with_argv(words: Sequence[str]) -> list[int]:
+    """Processes whose argv holds every one of `words` as a whole argument (Linux /proc; none elsewhere)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*") if Path("/proc").is_dir() else []:
+        try:
+            argv = entry.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if all(word in argv for word in words) and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ class DatasetCacheServer:
         self.log_dir = log_dir
         self.session: int | None = None
         self._saved: dict[str, str | None] = {}
-        self._scope = ChildScope(cleanup=[self._argv("--stop")], cleanup_env=admin_env())
+        # the server's own argv holds its binary's path and the port: the watchdog's last resort if --stop fails
+        self._scope = ChildScope(cleanup=[self._argv("--stop")], cleanup_env=admin_env(),
+                                 kill_matching=[[str(cache_binary().with_name("dataset-cache-server")), str(self.port)]])
 
     def _argv(self, *args: str) -> list[str]:
         return [str(cache_binary()), *args, "-p", str(self.port)]

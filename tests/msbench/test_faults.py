@@ -326,6 +326,29 @@ def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path
     assert_nothing_survives(marked_env)
 
 
+def test_a_daemon_that_never_accepts_its_stop_is_killed_by_its_argv(tmp_path, marked_env):
+    """The last resort: a dataset-cache server refused `--stop` for the whole retry window once (CI, under
+    load) and outlived its cell. Here the stop always fails; the daemon, in a session of its own, dies
+    because its argv holds the scope's `kill_matching` words."""
+    word = f"msbench-test-daemon-{tmp_path.name}"
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(f"""
+        import subprocess, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from msbench.child import ChildScope
+        with ChildScope(cleanup=[["false"]], kill_matching=[["-c", {word!r}]]):
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {word!r}], start_new_session=True)
+            print("started", flush=True)
+            time.sleep(300)
+    """))
+    proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    wait_for(lambda: any(word in text for _, text in described(marked_env)), what="the daemon")
+    proc.kill()
+    proc.wait()
+    assert_nothing_survives(marked_env)
+
+
 @pytest.mark.parametrize("sig, jobs, code", [(signal.SIGTERM, "1", 143), (signal.SIGINT, "2", 130)])
 def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, marked_env, sig, jobs, code):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
