@@ -118,6 +118,10 @@ class Workload(ABC):
     # Preset fields that count identical blocks of a stack (the device model extracts a shallow copy
     # and extends it: hardware/model/scaling.py). Only where every block is the same network.
     identical_blocks: ClassVar[tuple[str, ...]] = ()
+    # Networks of a family that feed one data pipeline name the workload whose host-cost entries measure
+    # it and the preset fields that pipeline reads (the rest size or train the network only).
+    data_workload: ClassVar[str | None] = None
+    pipeline_fields: ClassVar[tuple[str, ...]] = ()
 
     def presets(self) -> dict[str, Preset]:
         return load_presets(self.presets_file, self.name, self.preset_cls)
@@ -170,8 +174,20 @@ class Workload(ABC):
 
     def calibrated_pipeline(self, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """(workload, preset, overrides) of the host-cost calibration entry that measured this cell's data
-        pipeline: its own, unless the workload feeds exactly another workload's pipeline (a zoo adapter)."""
-        return self.name, preset, dict(overrides)
+        pipeline: its own, unless the workload feeds exactly another workload's pipeline (a zoo adapter, or
+        `data_workload` at the pipeline fields where this preset differs from that workload's). One pipeline
+        has one entry: separate measurements of the YOLO pipeline differed by 15%, and so did predictions."""
+        if self.data_workload is None:
+            return self.name, preset, dict(overrides)
+        from workloads.registry import get_workload
+
+        source = get_workload(self.data_workload)
+        if preset not in source.presets():
+            return self.name, preset, dict(overrides)
+        own, base = self.preset(preset, overrides), source.preset(preset, {})
+        return self.data_workload, preset, {f: getattr(own, f) for f in self.pipeline_fields
+                                            if getattr(own, f) != getattr(base, f)}
+
     def size_from_config(self, preset: Preset) -> tuple[int, int] | None:
         """(trainable parameters, forward FLOPs per sample) computed from the preset, for networks too large
         to build on this host (LLMs: a 7B network is 27 GB of fp32 weights); None = build and count."""

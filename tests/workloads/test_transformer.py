@@ -216,3 +216,18 @@ def test_full_recompute_compiles_and_trains_in_graph_mode(graph_mode):
     batch = [ms.Tensor(a) for a in wl.synthetic_batch(preset, preset.batch_size)]
     losses = [float(step.cell(*batch).asnumpy()) for _ in range(4)]
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("name, source", [("bert-large", "bert-base"), ("transformer-large", "transformer-base")])
+def test_a_larger_stack_reads_its_smaller_peers_pipeline_entry_because_its_data_is_the_same(name, source):
+    """One pipeline, one host-cost entry: the larger network's samples (after the map stages) equal its peer's;
+    a pipeline field carried as an override keeps them apart, a network field does not."""
+    from workloads.registry import calibration_entry
+
+    big, small = get_workload(name), get_workload(source)
+    for preset in ("tiny", "full"):
+        assert calibration_entry(name, preset, {}) == (source, preset, {})
+    for a, b in zip(big.rows(big.preset("tiny"), "train", 4), small.rows(small.preset("tiny"), "train", 4)):
+        np.testing.assert_array_equal(a, b)
+    assert calibration_entry(name, "tiny", {"layers": 3, "seq_len": 24}) == (source, "tiny", {"seq_len": 24})
+    assert calibration_entry("llama2-7b", "tiny", {}) == ("llama2-7b", "tiny", {})   # composed: no host cost read

@@ -149,7 +149,8 @@ def test_the_three_networks_feed_one_pipeline_and_read_its_one_host_cost_entry(p
     """yolov5s and yolov8s read yolov8n's calibration entry because their pipelines are the same: same source,
     same transform; a pipeline field carried as an override keeps them apart, a network field does not."""
     from workloads.registry import calibration_entry
-    from workloads.yolo.workload import DATA_WORKLOAD
+
+    source = get_workload("yolov5s").data_workload
 
     def pipeline(name, overrides):
         wl = get_workload(name)
@@ -159,11 +160,11 @@ def test_the_three_networks_feed_one_pipeline_and_read_its_one_host_cost_entry(p
         return spec.source_key, spec.columns, transform.mode, transform.size, transform.max_boxes, transform.cfg
 
     for name in PUBLISHED:
-        assert pipeline(name, {}) == pipeline(DATA_WORKLOAD, {})
-        assert calibration_entry(name, preset, {}) == (DATA_WORKLOAD, preset, {})
+        assert pipeline(name, {}) == pipeline(source, {})
+        assert calibration_entry(name, preset, {}) == (source, preset, {})
         assert calibration_entry(name, preset, {"width": 0.75, "image_size": 320}) == \
-            (DATA_WORKLOAD, preset, {"image_size": 320})
-    assert pipeline("yolov8s", {"image_size": 320}) != pipeline(DATA_WORKLOAD, {})
+            (source, preset, {"image_size": 320})
+    assert pipeline("yolov8s", {"image_size": 320}) != pipeline(source, {})
 
 
 def batches(dataset) -> list[tuple[np.ndarray, ...]]:

@@ -57,6 +57,9 @@ class TransformerWorkload(Workload):
     presets_file: ClassVar[Path] = PRESETS_FILE
     architecture: ClassVar[str]          # a key of TASKS: encoder-decoder | encoder | decoder
     identical_blocks: ClassVar[tuple[str, ...]] = ("layers", "decoder_layers")
+    # What the generated data and its maps read (BERT's max_predictions follows seq_len), with the probe's
+    # batch; each stack's smallest network names the entry (`data_workload`).
+    pipeline_fields: ClassVar[tuple[str, ...]] = ("task", "seq_len", "vocab_size", "train_samples", "batch_size")
     source_columns: ClassVar[list[str]]
     input_columns: ClassVar[list[str]]
     label_columns: ClassVar[list[str]]
@@ -136,6 +139,7 @@ class EncoderDecoderWorkload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "token_accuracy"
     architecture: ClassVar[str] = "encoder-decoder"
+    data_workload: ClassVar[str | None] = "transformer-base"
     # Not a stack of independent blocks: every decoder block reads the encoder output, so its gradient
     # is one AddN whose arity grows with the depth (a shallow extraction cannot be repeated exactly).
     identical_blocks: ClassVar[tuple[str, ...]] = ()
@@ -162,6 +166,7 @@ class BertWorkload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "mlm_accuracy"
     architecture: ClassVar[str] = "encoder"
+    data_workload: ClassVar[str | None] = "bert-base"
     source_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "nsp_label"]
     input_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "masked_positions"]
     label_columns: ClassVar[list[str]] = ["masked_ids", "nsp_label"]
@@ -193,6 +198,7 @@ class GPT2Workload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "token_accuracy"
     architecture: ClassVar[str] = "decoder"
+    data_workload: ClassVar[str | None] = "gpt2-small"
     source_columns: ClassVar[list[str]] = ["input_ids", "labels"]
     input_columns: ClassVar[list[str]] = ["input_ids"]
     label_columns: ClassVar[list[str]] = ["labels"]
@@ -216,6 +222,7 @@ class LLMWorkload(GPT2Workload):
     workloads/transformer/llm.py, and the parallel plan's rules (hardware/mindspore/parallel_plan.py)."""
 
     preset_cls: ClassVar[type[TransformerPreset]] = LLMPreset
+    data_workload: ClassVar[str | None] = None     # composed from blocks: reads no host cost (GPT-2's can't hold its shapes)
     identical_blocks: ClassVar[tuple[str, ...]] = ("layers",)
 
     def build_network(self, preset: TransformerPreset) -> "nn.Cell":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -25,11 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SPLITS = ("train", "eval")
 MOSAIC_PARTS = 4
-# The preset fields the train pipeline reads (pipeline_spec, make_dataset, the host-cost probe's batch); the
-# rest (depth, width, max_channels, lr, epochs) size or train the network only.
-PIPELINE_FIELDS = ("image_size", "stored_width", "stored_height", "num_classes", "max_boxes", "max_objects",
-                   "object_min", "object_max", "augment", "batch_size", "train_samples")
-DATA_WORKLOAD = "yolov8n"   # whose host-cost entries measure the one pipeline the three networks read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +68,12 @@ class YoloWorkload(Workload):
     presets_file: ClassVar[Path] = Path(__file__).with_name("presets.toml")
     version: ClassVar[str]
     nms_iou: ClassVar[float]
+    # The three networks feed one pipeline (pipeline_spec, make_dataset, the host-cost probe's batch read these
+    # fields; depth, width, max_channels, lr and epochs size or train the network only): yolov8n's entries.
+    data_workload: ClassVar[str | None] = "yolov8n"
+    pipeline_fields: ClassVar[tuple[str, ...]] = (
+        "image_size", "stored_width", "stored_height", "num_classes", "max_boxes", "max_objects", "object_min",
+        "object_max", "augment", "batch_size", "train_samples")
 
     def arch(self, preset: YoloPreset) -> "YoloArch":
         from workloads.yolo.network import YoloArch
@@ -96,19 +97,6 @@ class YoloWorkload(Workload):
 
     def columns(self, preset: Preset) -> tuple[list[str], list[str]]:
         return ["image"], ["labels"]
-
-    def calibrated_pipeline(self, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
-        """DATA_WORKLOAD's entry at this preset's pipeline fields: the three networks feed one pipeline, so
-        one measurement serves them all (two measurements of it differed by 15%, and so did the data-bound
-        predictions of yolov8n and yolov8s)."""
-        from workloads.registry import get_workload
-
-        source = get_workload(DATA_WORKLOAD)
-        if preset not in source.presets():
-            return super().calibrated_pipeline(preset, overrides)
-        own, base = self.preset(preset, overrides), source.preset(preset, {})
-        return DATA_WORKLOAD, preset, {f: getattr(own, f) for f in PIPELINE_FIELDS
-                                       if getattr(own, f) != getattr(base, f)}
 
     def synthetic_batch(self, preset: YoloPreset, batch_size: int) -> list[np.ndarray]:  # type: ignore[override]
         """Noise images and one centred box per image of a cycling class (the loss sees real positives;
