@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from msbench.errors import ConfigError, UserError
 from workloads.base import Preset, make_preset
@@ -33,7 +33,7 @@ PINS = ("mindyolo==0.5.0", "opencv-python-headless==4.11.0.86")
 INSTALL = f"pip install 'msbench[zoo]' (or: pip install {' '.join(PINS)})"
 CONFIGS_FILE = Path(__file__).with_name("mindyolo.toml")
 FAMILY = "yolov8"                                   # the mindyolo model family the tables describe
-NETWORK_FIELDS = ("depth", "width", "max_channels")  # preset fields that size the network, not the data
+NETWORK_FIELDS = ("depth", "width", "max_channels")  # what `presets` replaces in the data workload's presets
 # mindyolo block classes -> the recompute unit msbench's own YOLO marks on its counterpart
 # (workloads/yolo/layers.py): C2f blocks are what selective recompute replays; full adds the convs.
 RECOMPUTE_UNITS = {"C2f": "selective", "ConvNormAct": "full", "SPPF": "full"}
@@ -108,11 +108,6 @@ class MindYOLOWorkload(YoloWorkload):
         models = [Path(spec.origin).parent / "models"] if spec and spec.origin else []
         yolo = Path(importlib.util.find_spec("workloads.yolo").origin).parent  # type: ignore[union-attr,arg-type]
         return [Path(__file__).resolve(), CONFIGS_FILE, yolo, *models]
-
-    def calibrated_pipeline(self, preset: str, overrides: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
-        """The data workload's calibration entry: the pipeline is the same one (network sizes aside)."""
-        data = {k: v for k, v in overrides.items() if k not in NETWORK_FIELDS}
-        return scale_of(self.config)["data"], preset, data
 
     def network_config(self, preset: YoloPreset) -> dict[str, Any]:
         """mindyolo's `network` config (its yaml's dict) at this preset's classes and multiples."""
