@@ -142,7 +142,9 @@ def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
     for kind in (*derive.CUBE_CLASSES, *derive.VECTOR_CLASSES, "memory"):
         effs = [e for _, e in reversed(a.kernel_classes.table(kind).rows)]
         assert effs == sorted(effs) and 0 < effs[0] and effs[-1] <= 1
-    held_out = [r for r in rows if (r.network, r.batch) == ("resnet50", 64) and r.op_type not in table.OPAQUE]
+    held_out_run = ("inceptionv3", 64)            # another CNN at the largest fitted ResNet-50 batch
+    assert held_out_run not in derive.FIT
+    held_out = [r for r in rows if (r.network, r.batch) == held_out_run and r.op_type not in table.OPAQUE]
     n, median, time_weighted = derive.errors(held_out, a)
     assert n > 500 and median < 0.35 and time_weighted < 0.5
     # and costing uses the model's own functions: the derive prediction is the Kernel time of compute.py
