@@ -108,14 +108,15 @@ def profile_table(workload: str) -> dict:
     ("bert-base", {"batch_size": 64, "amp_level": "O2", "loss_scale": "dynamic", "optimizer": "adamw"}),
 ])
 def test_lowered_step_matches_the_profiled_kernel_counts(workload, knobs):
-    """The real full-size step at the profile's batch and recipe (fp16, loss scale), jit O2 (graph sink)."""
+    """The real full-size step at the profile's batch and recipe (fp16, loss scale, the network's overrides:
+    BERT's GeLU kernel), jit O2 (graph sink)."""
     from hardware.model.graph import extract_graph
 
     settings = make_settings({**knobs, "mode": "graph", "jit_level": "O2"})
     from hardware.calibration.kernel_counts import family_count
 
-    counts = kernel_counts(lower(extract_graph(workload, "full", {}, settings), settings, NPU).ops)
     table = profile_table(workload)
+    counts = kernel_counts(lower(extract_graph(workload, "full", table["overrides"], settings), settings, NPU).ops)
     for kind, expected in table["counts"].items():
         assert counts[kind] == pytest.approx(expected, rel=0.10), kind
     for family, expected in table["families"].items():

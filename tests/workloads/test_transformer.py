@@ -55,11 +55,30 @@ def test_bert_seq_len_512_is_selectable_and_longer_is_refused():
 
 
 @pytest.mark.parametrize("overrides, field", [({"heads": 7}, "heads"), ({"task": "sort"}, "task"),
-                                              ({"dropout": 1.5}, "dropout"), ({"layers": 0}, "layers")])
+                                              ({"dropout": 1.5}, "dropout"), ({"layers": 0}, "layers"),
+                                              ({"activation": "relu"}, "activation")])
 def test_bad_preset_override_raises_config_error(overrides, field):
     wl = get_workload("gpt2-small" if field == "task" else "bert-base")
     with pytest.raises(ConfigError, match=field):
         wl.preset("tiny", overrides)
+
+
+@pytest.mark.slow
+def test_bert_activation_chooses_the_erf_gelu_or_mindspores_gelu_kernel():
+    """`activation = "gelu_tanh"` (nn.GELU's default, what Google's and MindSpore's model-zoo BERT build; the full
+    presets') is one GeLU op per FFN and MLM head, forward and backward; the erf GELU (the tiny presets') is
+    composed of Erf and friends."""
+    from hardware.model.graph import extract_graph
+    from msbench.settings import Settings
+
+    def types(overrides):
+        return {op.type for op in extract_graph("bert-base", "tiny", overrides, Settings(mode="graph")).ops}
+
+    assert get_workload("bert-base").preset("tiny").activation == "gelu"          # as its CPU data was measured
+    assert {get_workload(n).preset("full").activation for n in ("bert-base", "bert-large")} == {"gelu_tanh"}
+    exact, fused = types({}), types({"activation": "gelu_tanh"})
+    assert "Erf" in exact and "GeLU" not in exact
+    assert {"GeLU", "GeLUGrad"} <= fused and "Erf" not in fused
 
 
 @pytest.mark.parametrize("task, expect", [("copy", lambda s: s), ("reverse", lambda s: s[::-1]), ("sort", np.sort)])

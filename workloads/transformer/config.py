@@ -54,6 +54,24 @@ class TransformerPreset(Preset):
         return 5 * math.ceil(self.seq_len * MASK_PROB / 5)
 
 
+# BERT's FFN and MLM-head activation: the tanh GELU of Google's released modeling.py and of MindSpore's model-zoo
+# BERT (its `nn.Dense(activation="gelu")` is nn.GELU(approximate=True), MindSpore's default: one GeLU kernel), or
+# the exact erf form (nn.GELU(approximate=False), composed of Erf/Div/Mul/Add kernels on every backend).
+BERT_ACTIVATIONS = ("gelu", "gelu_tanh")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BertPreset(TransformerPreset):
+    """A BERT: the Transformer fields and the activation of its FFN and MLM head."""
+
+    activation: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.activation not in BERT_ACTIVATIONS:
+            raise ConfigError("activation", self.activation, "|".join(BERT_ACTIVATIONS), f"preset {self.name}")
+
+
 LLM_MLPS = ("swiglu", "gelu")          # Llama's gated SiLU FFN (Shazeer 2020) or GPT-3's GELU FFN
 LLM_NORMS = ("rmsnorm", "layernorm")    # Llama's RMSNorm (Zhang & Sennrich 2019) or GPT-3's LayerNorm
 LLM_POSITIONS = ("rotary", "learned")   # rotary embeddings (Su et al. 2021) or a learned table (GPT-3)

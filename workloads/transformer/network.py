@@ -7,7 +7,7 @@ import math
 import mindspore as ms
 from mindspore import nn, ops
 
-from workloads.transformer.config import IGNORE_INDEX, PAD, TransformerPreset
+from workloads.transformer.config import IGNORE_INDEX, PAD, BertPreset, TransformerPreset
 from workloads.transformer.layers import DecoderLayer, Embeddings, EncoderLayer, causal_bias, dense, layer_norm, padding_bias
 
 class EncoderDecoder(nn.Cell):
@@ -39,14 +39,14 @@ class Bert(nn.Cell):
     """Devlin et al. 2019: post-LN GELU encoder with the pre-training heads (masked LM on the gathered
     masked positions, tied to the token embedding, and next-sentence prediction on the pooled [CLS])."""
 
-    def __init__(self, p: TransformerPreset) -> None:
+    def __init__(self, p: BertPreset) -> None:
         super().__init__()
         eps = 1e-12
         self.embeddings = Embeddings(p.vocab_size, p.d_model, p.seq_len, p.max_positions, 2, p.dropout, eps, p.init_std)
-        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, "gelu", eps, False, p.init_std)
-                                    for _ in range(p.layers)])
+        self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, p.activation, eps, False,
+                                                 p.init_std) for _ in range(p.layers)])
         self.mlm_transform = dense(p.d_model, p.d_model, p.init_std)
-        self.mlm_act = nn.GELU(approximate=False)
+        self.mlm_act = nn.GELU(approximate=p.activation == "gelu_tanh")
         self.mlm_norm = layer_norm(p.d_model, eps)
         self.mlm_bias = ms.Parameter(ops.zeros(p.vocab_size, ms.float32), name="mlm_bias")
         self.pooler = dense(p.d_model, p.d_model, p.init_std)

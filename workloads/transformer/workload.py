@@ -18,7 +18,7 @@ from workloads.base import Workload
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
-from workloads.transformer.config import TASKS, LLMPreset, TransformerPreset
+from workloads.transformer.config import TASKS, BertPreset, LLMPreset, TransformerPreset
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,6 +166,7 @@ class BertWorkload(TransformerWorkload):
 
     metric_name: ClassVar[str] = "mlm_accuracy"
     architecture: ClassVar[str] = "encoder"
+    preset_cls: ClassVar[type[TransformerPreset]] = BertPreset
     data_workload: ClassVar[str | None] = "bert-base"
     source_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "nsp_label"]
     input_columns: ClassVar[list[str]] = ["input_ids", "token_type_ids", "masked_positions"]
