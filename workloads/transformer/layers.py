@@ -89,13 +89,19 @@ class MultiHeadAttention(nn.Cell):
         return self.output(ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (b, t, d)))
 
 
+def activation_cell(name: str) -> nn.Cell:
+    """The activation by its preset name: `gelu` is the exact erf form, `gelu_tanh` MindSpore's GeLU kernel."""
+    return {"relu": nn.ReLU, "gelu": lambda: nn.GELU(approximate=False),
+            "gelu_tanh": lambda: nn.GELU(approximate=True)}[name]()
+
+
 class FeedForward(nn.Cell):
     """Position-wise Dense -> activation -> Dense."""
 
     def __init__(self, d_model: int, ff_dim: int, activation: str, std: float, out_std: float | None = None) -> None:
         super().__init__()
         self.inner = dense(d_model, ff_dim, std)
-        self.act = {"relu": nn.ReLU(), "gelu": nn.GELU(approximate=False), "gelu_tanh": nn.GELU(approximate=True)}[activation]
+        self.act = activation_cell(activation)
         self.outer = dense(ff_dim, d_model, std if out_std is None else out_std)
 
     def construct(self, x):

@@ -8,7 +8,8 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from workloads.transformer.config import IGNORE_INDEX, PAD, BertPreset, TransformerPreset
-from workloads.transformer.layers import DecoderLayer, Embeddings, EncoderLayer, causal_bias, dense, layer_norm, padding_bias
+from workloads.transformer.layers import (DecoderLayer, Embeddings, EncoderLayer, activation_cell, causal_bias, dense,
+                                         layer_norm, padding_bias)
 
 class EncoderDecoder(nn.Cell):
     """Vaswani et al. 2017: post-LN ReLU layers, sinusoidal positions, one embedding table shared by the
@@ -46,7 +47,7 @@ class Bert(nn.Cell):
         self.encoder = nn.CellList([EncoderLayer(p.d_model, p.ff_dim, p.heads, p.dropout, p.activation, eps, False,
                                                  p.init_std) for _ in range(p.layers)])
         self.mlm_transform = dense(p.d_model, p.d_model, p.init_std)
-        self.mlm_act = nn.GELU(approximate=p.activation == "gelu_tanh")
+        self.mlm_act = activation_cell(p.activation)
         self.mlm_norm = layer_norm(p.d_model, eps)
         self.mlm_bias = ms.Parameter(ops.zeros(p.vocab_size, ms.float32), name="mlm_bias")
         self.pooler = dense(p.d_model, p.d_model, p.init_std)
