@@ -107,6 +107,7 @@ EFFECTS: dict[str, dict[str, Effect]] = {
                            "comm.gradient_allreduce + global throughput"),
     "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory"),
     "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH),
+    "grad_clip": _everywhere(f"{STEP}: nn.ClipByNorm per gradient | ops.clip_by_global_norm", GRAPH),
     "seed": {**{k: _apply("ms.set_seed + ds.config.set_seed") for k in REAL_KINDS},
              **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)") for k in MODEL_KINDS}},
     "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
@@ -315,6 +316,8 @@ REFUSALS += tuple(
 _LLM_GRAPH_SINK = "the device model composes a decoder-only LLM's step as MindSpore trains one on Ascend, in graph mode with dataset sink (no per-kernel host dispatch, no per-step round trip); set mode=graph and sink=true"
 _LLM_NO_FUSION = "the device model composes a decoder-only LLM's step from its blocks as extracted; graph-kernel fusion of its blocks is not modelled"
 _LLM_NO_PIPELINE = "the LLM composition does not model the host data pipeline (a token batch is a few KB per sample); leave it at its default"
+_LLM_NO_CLIP = ("the LLM composition costs the optimizer's update kernels but not a clipping pass over the "
+                "gradients yet; leave it at its default")
 _LLM_OWN_MEMORY = "the LLM composition's memory model (Korthikanti et al.) has no SOMAS reuse or pool cap yet; leave it at its default"
 REFUSALS += (
     Refusal("mode", MODEL_KINDS, lambda s, f: f.llm_composition and s.mode != "graph", lambda s, f: f"mode={s.mode}: {_LLM_GRAPH_SINK}"),
@@ -327,6 +330,7 @@ REFUSALS += (
                       ("data_format", _LLM_NO_PIPELINE),
                       ("python_multiprocessing", _LLM_NO_PIPELINE), ("shared_mem", _LLM_NO_PIPELINE),
                       ("augment_device", _LLM_NO_PIPELINE), ("drop_remainder", _LLM_NO_PIPELINE),
+                      ("grad_clip", _LLM_NO_CLIP),
                       ("memory_optimize_level", _LLM_OWN_MEMORY), ("max_device_memory", _LLM_OWN_MEMORY))
 )
 
@@ -355,7 +359,7 @@ def graph_knobs() -> tuple[str, ...]:
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:
 # it recomputes the same activations (tests/workloads/test_train_step.py checks the losses are equal).
 NUMERICS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
-            "lr_schedule", "seed", "lr_scaling")
+            "lr_schedule", "grad_clip", "seed", "lr_scaling")
 
 
 def walk_values(knob: str) -> tuple[Any, ...]:

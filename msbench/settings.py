@@ -57,6 +57,9 @@ class Settings:
                         "size = devices / (tensor_parallel x pipeline_stages)")
     optimizer: str = knob("momentum", ("momentum", "adam", "adamw", "lars", "lamb"), "optimizer")
     lr_schedule: str = knob("constant", ("constant", "cosine", "step", "poly"), "learning-rate schedule")
+    grad_clip: str = knob("none", ("none", "norm", "global_norm"), "gradient clipping to L2 norm 1.0 before the update: "
+                          "none, each gradient alone (nn.ClipByNorm, the model-zoo BERT and Transformer) or all together "
+                          "(ops.clip_by_global_norm, MindFormers)")
     seed: int = knob(1, range(0, 2**31), "global random seed")
     lr_scaling: str = knob("linear", ("linear", "none"), "learning rate vs the global batch: linear (Goyal et al. 2017, warm-up when it grows) or none (the preset's rate)")
     tensor_parallel: int = knob(1, range(1, MAX_DEVICES + 1), "model-parallel size: the attention and FFN matmuls split over this many cards (shard strategies)")

@@ -29,6 +29,9 @@ STATIC_LOSS_SCALE = 1024.0
 DYNAMIC_LOSS_SCALE = 2.0**16
 DYNAMIC_SCALE_FACTOR = 2
 DYNAMIC_SCALE_WINDOW = 50
+# The clipping threshold (`grad_clip`): BERT's (the model zoo's GRADIENT_CLIP_VALUE) and MindFormers'
+# max_grad_norm. It changes no kernel, only the numbers (the model-zoo Transformer uses 5.0).
+GRAD_CLIP_NORM = 1.0
 # Step schedule: divide the rate by 10 at every third of the run (the classic ImageNet shape).
 STEP_DECAY_RATE = 0.1
 STEP_DECAY_PARTS = 3
@@ -221,12 +224,13 @@ def _cells():
             return loss * args[-1], loss
 
     class TrainStepCell(nn.Cell):
-        """One optimizer update over `grad_accum` micro-batches, with optional loss scaling and DP reduce.
+        """One optimizer update over `grad_accum` micro-batches, with optional loss scaling, DP reduce and
+        gradient clipping (after unscaling, as the model zoo's BERT and Transformer clip).
         Loss scaling is MindSpore's functional `ms.amp.StaticLossScaler`/`DynamicLossScaler` + `all_finite`,
         because the CPU backend refuses the loss-scale managers of `build_train_network`."""
 
         def __init__(self, loss_net: nn.Cell, optimizer: nn.Optimizer, *, micro_batch: int, grad_accum: int,
-                     loss_scale: str, reducer: nn.Cell | None) -> None:
+                     loss_scale: str, reducer: nn.Cell | None, grad_clip: str = "none") -> None:
             super().__init__(auto_prefix=False)
             self.loss_net = loss_net
             self.optimizer = optimizer
@@ -242,6 +246,9 @@ def _cells():
                 self.scaler = ms.amp.DynamicLossScaler(DYNAMIC_LOSS_SCALE, DYNAMIC_SCALE_FACTOR, DYNAMIC_SCALE_WINDOW)
             self.hyper_map = ops.HyperMap()
             self.reducer = reducer
+            self.clip = grad_clip
+            self.clip_one = nn.ClipByNorm()
+            self.clip_norm = ms.Tensor(GRAD_CLIP_NORM, mstype.float32)
 
         def construct(self, *columns):
             scale = ops.ones((), mstype.float32)
@@ -266,6 +273,10 @@ def _cells():
                 grads = self.reducer(grads)
             if self.scaler is not None:
                 grads = self.scaler.unscale(grads)
+            if self.clip == "norm":
+                grads = tuple([self.clip_one(g, self.clip_norm) for g in grads])
+            elif self.clip == "global_norm":
+                grads = ops.clip_by_global_norm(grads, GRAD_CLIP_NORM)
             if self.dynamic:
                 finite = ms.amp.all_finite(grads)
                 self.scaler.adjust(finite)
@@ -336,7 +347,8 @@ def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
     micro = micro_batch_size(preset, settings)
     loaded_micro = plan_parallel(settings).loaded_batch(micro)     # what one rank's graph sees per micro-batch
     cell = TrainStepCell(loss_net, optimizer, micro_batch=loaded_micro, grad_accum=settings.grad_accum,
-                         loss_scale=settings.loss_scale, reducer=gradient_reducer(settings, optimizer.parameters))
+                         loss_scale=settings.loss_scale, reducer=gradient_reducer(settings, optimizer.parameters),
+                         grad_clip=settings.grad_clip)
     cell.set_train(True)
     return TrainStep(cell=cell, network=network, optimizer=optimizer, micro_batch=micro,
                      grad_accum=settings.grad_accum, devices=settings.data_parallel, recomputed_blocks=recomputed,

@@ -45,7 +45,7 @@ def real_signature(s: Settings, device: str) -> dict:
         "parallel": asdict(plan_parallel(s)),
         "train_step": {"amp": amp_effective(s), "recompute": s.recompute, "optimizer": s.optimizer,
                        "lr_schedule": s.lr_schedule, "micro_batch": s.batch_size, "grad_accum": s.grad_accum,
-                       "loss_scale": s.loss_scale, "devices": s.devices, "seed": s.seed,
+                       "loss_scale": s.loss_scale, "grad_clip": s.grad_clip, "devices": s.devices, "seed": s.seed,
                        "lr": scaled_lr(get_workload("resnet50").preset("tiny"), s)},
         "dataset": {"prefetch_size": s.prefetch if s.prefetch > 0 else None, "seed": s.seed,
                     "source": s.data_format, "cache": s.cache if s.data_format == "mindrecord" else None,
@@ -146,7 +146,7 @@ def test_the_table_covers_every_knob_and_kind_and_every_refusal_can_fire():
 LLM_HOST_VALUES = {"mode": "pynative", "sink": False, "graph_kernel": True, "sink_size": 4, "workers": 8,
                    "prefetch": 0, "data_format": "mindrecord", "python_multiprocessing": True,
                    "shared_mem": False, "augment_device": "ascend", "drop_remainder": False,
-                   "memory_optimize_level": "O1", "max_device_memory": 16.0}
+                   "memory_optimize_level": "O1", "max_device_memory": 16.0, "grad_clip": "norm"}
 
 
 def llm_composition_refusals_fired() -> set[int]:
@@ -168,7 +168,7 @@ def llm_composition_refusals_fired() -> set[int]:
 
 def test_cache_keys_read_the_table():
     assert set(GRAPH_KNOBS) == set(graph_knobs()) == {"amp_level", "keep_batchnorm_fp32", "recompute", "batch_size",
-                                                      "grad_accum", "optimizer", "loss_scale", "lr_schedule"}
+                                                      "grad_accum", "optimizer", "loss_scale", "lr_schedule", "grad_clip"}
     assert NUMERICS_KNOBS == NUMERICS and "recompute" not in NUMERICS and "seed" in NUMERICS
 
 

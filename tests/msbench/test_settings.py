@@ -5,8 +5,8 @@ from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_setting
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",
-                "devices", "optimizer", "lr_schedule", "seed", "lr_scaling", "tensor_parallel", "pipeline_stages",
-                "micro_batches", "sequence_parallel", "optimizer_shard", "flash_attention", "parallel_mode",
+                "devices", "optimizer", "lr_schedule", "grad_clip", "seed", "lr_scaling", "tensor_parallel",
+                "pipeline_stages", "micro_batches", "sequence_parallel", "optimizer_shard", "flash_attention", "parallel_mode",
                 "python_multiprocessing", "shared_mem", "augment_device", "drop_remainder", "memory_optimize_level",
                 "max_device_memory"]
 

@@ -181,3 +181,29 @@ def test_warm_up_ramps_from_the_preset_rate_to_the_scaled_one(toy, schedule):
         assert values[3] < 0.1 * peak
     else:
         assert values[3] == pytest.approx(peak)
+
+
+@pytest.mark.parametrize("clip", ["norm", "global_norm"])
+def test_grad_clip_bounds_the_update(toy, scratch, clip):
+    """Momentum's first update is lr x (gradient + weight decay x weight): recover the gradient the optimizer
+    saw and check that clipping bounded it (each tensor, or all together) where the unclipped one is larger."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    preset = toy.preset("nonorm")
+    x, y = batch(toy, preset, preset.batch_size)
+    x = x * 100.0                                     # gradients far above norm 1
+    norms = {}
+    for mode in ("none", clip):
+        step = ts.build_train_step(toy, preset, make_settings({"mode": "graph", "grad_clip": mode}))
+        before = params_of(step)
+        step.cell(x, y)
+        after = params_of(step)
+        seen = {k: (before[k] - after[k]) / preset.lr - ts.WEIGHT_DECAY * before[k] for k in before}
+        norms[mode] = {k: float(np.linalg.norm(g)) for k, g in seen.items()}
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    total = {m: float(np.sqrt(sum(n * n for n in v.values()))) for m, v in norms.items()}
+    assert total["none"] > 5 * ts.GRAD_CLIP_NORM
+    if clip == "norm":
+        assert max(norms["norm"].values()) <= ts.GRAD_CLIP_NORM * 1.001
+        assert total["norm"] > ts.GRAD_CLIP_NORM * 1.001          # each tensor alone, not all together
+    else:
+        assert total["global_norm"] == pytest.approx(ts.GRAD_CLIP_NORM, rel=1e-3)
