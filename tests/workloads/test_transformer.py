@@ -81,6 +81,33 @@ def test_bert_activation_chooses_the_erf_gelu_or_mindspores_gelu_kernel():
     assert {"GeLU", "GeLUGrad"} <= fused and "Erf" not in fused
 
 
+def test_label_smoothing_is_the_model_zoo_one_hot_form_of_smoothed_cross_entropy():
+    """eps > 0 (the full encoder-decoder presets, Vaswani et al.'s 0.1) equals MindSpore's own smoothed
+    cross-entropy, whose eps spreads over all V classes (so eps x V / (V - 1) here), and builds the explicit
+    (tokens, V) OneHot the model zoo's Transformer launches; the tiny presets keep plain cross-entropy."""
+    ms = pytest.importorskip("mindspore")
+    from mindspore import ops
+
+    from workloads.transformer.network import SmoothedTokenCrossEntropy, TokenCrossEntropy
+
+    assert {get_workload(n).preset("full").label_smoothing for n in ("transformer-base", "transformer-large")} == {0.1}
+    assert {get_workload(n).preset("tiny").label_smoothing for n in ("transformer-base", "transformer-large")} == {0.0}
+    assert type(get_workload("transformer-base").build_loss(get_workload("transformer-base").preset("tiny"))) \
+        is TokenCrossEntropy
+    rng = np.random.default_rng(0)
+    vocab = 7
+    logits = ms.Tensor(rng.standard_normal((2, 5, vocab)).astype(np.float32))
+    labels = ms.Tensor(np.array([[1, 2, 3, IGNORE_INDEX, IGNORE_INDEX], [0, 6, 5, 4, IGNORE_INDEX]], np.int32))
+    plain = float(TokenCrossEntropy()(logits, labels).asnumpy())
+    assert float(SmoothedTokenCrossEntropy(vocab, 0.0)(logits, labels).asnumpy()) == pytest.approx(plain, rel=1e-5)
+    reference = ops.cross_entropy(ops.reshape(logits, (-1, vocab)), ops.reshape(labels, (-1,)),
+                                  ignore_index=IGNORE_INDEX, label_smoothing=0.1 * vocab / (vocab - 1))
+    smoothed = float(SmoothedTokenCrossEntropy(vocab, 0.1)(logits, labels).asnumpy())
+    assert smoothed == pytest.approx(float(reference.asnumpy()), rel=1e-5) and smoothed != pytest.approx(plain)
+    with pytest.raises(ConfigError, match="label_smoothing"):
+        get_workload("transformer-base").preset("tiny", {"label_smoothing": 1.0})
+
+
 @pytest.mark.parametrize("task, expect", [("copy", lambda s: s), ("reverse", lambda s: s[::-1]), ("sort", np.sort)])
 def test_sequence_tasks_label_the_transformed_source(task, expect):
     preset = get_workload("transformer-base").preset("tiny", {"task": task})

@@ -72,6 +72,20 @@ class BertPreset(TransformerPreset):
             raise ConfigError("activation", self.activation, "|".join(BERT_ACTIVATIONS), f"preset {self.name}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Seq2SeqPreset(TransformerPreset):
+    """An encoder-decoder Transformer and its loss: label smoothing > 0 is Vaswani et al.'s (0.1, sec. 5.4) as
+    MindSpore's model-zoo Transformer computes it, an explicit (tokens x vocab) smoothed one-hot target times the
+    log-probabilities; 0 is plain token cross-entropy (the tiny presets: their committed CPU measurements ran it)."""
+
+    label_smoothing: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError("label_smoothing", self.label_smoothing, "0 <= label_smoothing < 1", f"preset {self.name}")
+
+
 LLM_MLPS = ("swiglu", "gelu")          # Llama's gated SiLU FFN (Shazeer 2020) or GPT-3's GELU FFN
 LLM_NORMS = ("rmsnorm", "layernorm")    # Llama's RMSNorm (Zhang & Sennrich 2019) or GPT-3's LayerNorm
 LLM_POSITIONS = ("rotary", "learned")   # rotary embeddings (Su et al. 2021) or a learned table (GPT-3)

@@ -98,6 +98,27 @@ class TokenCrossEntropy(nn.Cell):
                                  ignore_index=IGNORE_INDEX)
 
 
+class SmoothedTokenCrossEntropy(nn.Cell):
+    """Label-smoothed token cross-entropy in the model-zoo Transformer's form: the target is an explicit
+    (tokens, V) one-hot with 1 - eps on the label and eps / (V - 1) elsewhere, multiplied by the log-softmax and
+    summed over V, then averaged over the labelled tokens: the model zoo's step launches that (tokens, V) OneHot
+    and Mul, and one LogSoftmax where `ops.cross_entropy` composes ReduceMax, Sub, Exp, ReduceSum and Log."""
+
+    def __init__(self, vocab_size: int, smoothing: float) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.on_value = ms.Tensor(1.0 - smoothing, ms.float32)
+        self.off_value = ms.Tensor(smoothing / (vocab_size - 1), ms.float32)
+
+    def construct(self, logits, labels):
+        flat = ops.reshape(logits, (-1, self.vocab_size))
+        labels = ops.reshape(labels, (-1,))
+        weights = ops.cast(labels != IGNORE_INDEX, ms.float32)
+        target = ops.one_hot(ops.maximum(labels, 0), self.vocab_size, self.on_value, self.off_value)
+        per_token = -ops.sum(ops.log_softmax(flat, -1) * target, -1)
+        return ops.sum(per_token * weights) / (ops.sum(weights) + 1e-5)
+
+
 class BertPretrainingLoss(nn.Cell):
     """Masked-LM cross-entropy (unused prediction slots are IGNORE_INDEX) plus next-sentence cross-entropy."""
 

@@ -18,7 +18,7 @@ from workloads.base import Workload
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
-from workloads.transformer.config import TASKS, BertPreset, LLMPreset, TransformerPreset
+from workloads.transformer.config import TASKS, BertPreset, LLMPreset, Seq2SeqPreset, TransformerPreset
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,6 +138,7 @@ class EncoderDecoderWorkload(TransformerWorkload):
     """Vaswani et al.'s encoder-decoder on copy/reverse/sort (token accuracy, teacher-forced)."""
 
     metric_name: ClassVar[str] = "token_accuracy"
+    preset_cls: ClassVar[type[TransformerPreset]] = Seq2SeqPreset
     architecture: ClassVar[str] = "encoder-decoder"
     data_workload: ClassVar[str | None] = "transformer-base"
     # Not a stack of independent blocks: every decoder block reads the encoder output, so its gradient
@@ -155,9 +156,11 @@ class EncoderDecoderWorkload(TransformerWorkload):
 
         return EncoderDecoder(preset)
 
-    def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
-        from workloads.transformer.network import TokenCrossEntropy
+    def build_loss(self, preset: Seq2SeqPreset) -> "nn.Cell":
+        from workloads.transformer.network import SmoothedTokenCrossEntropy, TokenCrossEntropy
 
+        if preset.label_smoothing:
+            return SmoothedTokenCrossEntropy(preset.vocab_size, preset.label_smoothing)
         return TokenCrossEntropy()
 
 
