@@ -19,11 +19,11 @@ from msbench.cli import cell_from_args
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
-    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON."""
-    from hardware.model.target import predict_cell
+    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON; a refusal is one line."""
+    from hardware.model.outcome import predict_cell
 
     profile = cell.target.partition(":")[2]
-    result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile, scenario=cell.scenario)
+    result = predict_cell(cell, profile)
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
@@ -35,15 +35,11 @@ def default_preset(profile: HardwareProfile) -> str:
 
 
 def predict_command(args: argparse.Namespace) -> int:
-    from hardware.model.target import ModelTarget
     from msbench.errors import UserError
 
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
     cell = cell_from_args(args, f"model:{args.hardware}")
-    reason = ModelTarget(args.hardware).supports(cell)  # the capability table: never a knob that changes nothing
-    if reason:
-        raise UserError(f"unsupported on model:{args.hardware}: {reason}")
-    prediction, text = cell_prediction(cell)
+    prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
     if args.trace:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 

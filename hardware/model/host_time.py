@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from hardware.model.compile_mode import compile_mode
 from hardware.model.compute import Kernel
 from hardware.model.pipeline_modes import data_time_ratio, device_vision_seconds, modes_of, recompile_seconds
 from hardware.model.profile import HardwareProfile
@@ -69,19 +70,8 @@ class HostTime:
         return self.kernel_path_s - self.device_s
 
 
-def dispatch_key(settings: Settings) -> str:
-    """The `[launch]` constant that prices one kernel's dispatch under these settings."""
-    if settings.mode == "pynative":
-        return "pynative_us"
-    if settings.jit_level == "O2":
-        return "graph_o2_us"
-    if settings.jit_level == "O1" or settings.graph_kernel:
-        return "graph_o1_us"
-    return "graph_o0_us"
-
-
 def dispatch_us(settings: Settings, profile: HardwareProfile) -> float:
-    return float(getattr(profile.launch, dispatch_key(settings)))
+    return float(getattr(profile.launch, compile_mode(settings, profile).dispatch_key))
 
 
 @dataclass(frozen=True)
@@ -100,7 +90,7 @@ class KernelSlot:
 def kernel_slots(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> list[KernelSlot]:
     """Async hosts hide dispatch behind longer kernels; O2 (a per-task device cost) and sync hosts add it."""
     per_kernel = dispatch_us(settings, profile) * 1e-6
-    hidden = profile.launch.asynchronous and not (settings.mode == "graph" and settings.jit_level == "O2")
+    hidden = compile_mode(settings, profile).dispatch_hidden
     return [KernelSlot(per_kernel, k.time_s, hidden) for k in kernels]
 
 

@@ -59,10 +59,10 @@ def relative_error(predicted: float, measured: float | None) -> float | None:
 
 
 def compare(record: Record, profile: str) -> Comparison:
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
 
     cell = record.cell
-    pred = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile).prediction
+    pred = predict_cell(cell, profile).prediction
     measured = record.metrics.step_time_s or 0.0
     mem = record.metrics.peak_memory_bytes
     return Comparison(
@@ -127,8 +127,9 @@ def run_real(out: Path, resume: bool, progress: bool) -> Path:
 def fit_cases(run_path: str | Path, profile: str) -> list:
     """The measured `fit` cells as FitCases (graph, settings, host cost, measurements) for fit.py."""
     from hardware.model.fit import FitCase
+    from hardware.model.inputs import plan_graph, plan_host
+    from hardware.model.plan import resolve
     from hardware.model.profile import load_profile
-    from hardware.model.target import cell_graph, cell_host
 
     prof = load_profile(profile)
     cases = []
@@ -136,8 +137,8 @@ def fit_cases(run_path: str | Path, profile: str) -> list:
         c = r.cell
         if split_of(c) != "fit":
             continue
-        cases.append(FitCase(graph=cell_graph(c.workload, c.preset, c.overrides, c.settings, prof),
-                             settings=c.settings, host=cell_host(c.workload, c.preset, c.overrides, c.settings),
+        plan = resolve(c, prof)
+        cases.append(FitCase(graph=plan_graph(plan), settings=c.settings, host=plan_host(plan),
                              step_time_s=r.metrics.step_time_s, peak_memory_bytes=r.metrics.peak_memory_bytes))
     return cases
 

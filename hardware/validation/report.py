@@ -13,6 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from hardware.model.outcome import ModelRefusal
 from hardware.validation.cases import Catalogue, Pair, PublishedCase
 
 STEP_GOAL = 0.15          # issue 11: median |step-time error| on each chip
@@ -31,10 +32,13 @@ Predictor = Callable[[PublishedCase], PredictionLike]
 
 
 def model_predictor(case: PublishedCase) -> PredictionLike:
-    """The product path: the case's real op graph and host cost (both cached), predicted on its profile."""
-    from hardware.model.target import predict_cell
+    """The product path: the case's cell on its profile through the one prediction path (a refusal is a row)."""
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return predict_cell(case.workload, case.preset, dict(case.overrides), case.settings, case.profile).prediction
+    cell = Cell(workload=case.workload, preset=case.preset, overrides=dict(case.overrides), settings=case.settings,
+                target=f"model:{case.profile}", label=case.id)
+    return predict_cell(cell, case.profile).prediction
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def predict_case(case: PublishedCase, predictor: Predictor, skip: bool = False) 
         return CaseResult(**base, **unpredicted, failed=SKIPPED)
     try:
         p = predictor(case)
-    except (RuntimeError, MemoryError) as err:          # extraction/probe failures: a row, not a crash
+    except (RuntimeError, MemoryError, ModelRefusal) as err:   # extraction/probe failures, refusals: a row
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:200]
         return CaseResult(**base, **unpredicted, failed=reason)
     verdict = None if case.fits is None else (p.oom == (not case.fits))

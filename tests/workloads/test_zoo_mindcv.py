@@ -88,9 +88,11 @@ def test_forward_gflops_agree(scratch):
 
 @pytest.fixture(scope="module")
 def predictions():
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
+    return {(name, profile, batch): predict_cell(Cell(workload=name, preset="full", settings=make_settings({"batch_size": batch})),
+                                                     profile).prediction
             for name in PEERS for profile in PROFILES for batch in BATCHES}
 
 

@@ -141,9 +141,11 @@ PREDICTED_PEERS = {"yolov8n": PEERS["yolov8n"]}
 
 @pytest.fixture(scope="module")
 def predictions():
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
+    return {(name, profile, batch): predict_cell(Cell(workload=name, preset="full", settings=make_settings({"batch_size": batch})),
+                                                     profile).prediction
             for pair in PREDICTED_PEERS.items() for name in pair for profile in PROFILES for batch in BATCHES}
 
 
