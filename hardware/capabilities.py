@@ -115,7 +115,7 @@ EFFECTS: dict[str, dict[str, Effect]] = {
                    **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
 }
 
-PLAN = "hardware.mindspore.parallel_plan"
+PLAN = "workloads.parallel_plan"
 LLM_MODEL = "hardware.model.llm"
 EFFECTS.update({
     "tensor_parallel": {**{k: _apply(f"{PLAN}: column- then row-parallel shard() on the attention and FFN matmuls")
