@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def list_command(args: argparse.Namespace) -> int:
     if args.what == "knobs":
-        from msbench.settings import knob_table
+        from hardware.capabilities import knob_table
 
         rows = knob_table()
         if args.json:
