@@ -59,25 +59,9 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
                    help="Ray cluster address (with --executor ray; default: start a local Ray instance)")
 
 
-def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
-    """`--override seq_len=512` -> {"seq_len": 512}: values are TOML literals, bare words are strings."""
-    import tomllib
-
-    out: dict[str, object] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name.strip():
-            raise UserError(f"--override={pair!r} is not allowed; allowed: FIELD=VALUE")
-        try:
-            out[name.strip()] = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[name.strip()] = text
-    return out
-
-
 def cell_from_args(args: argparse.Namespace, target: str):
     """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
-    from msbench.cell import Cell
+    from msbench.cell import Cell, parse_overrides
     from msbench.settings import make_settings, parse_assignments
     from msbench.plugins import check_spec
     from workloads.registry import check_workload
