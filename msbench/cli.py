@@ -19,10 +19,10 @@ HANDLERS: dict[str, str] = {
     "list": "msbench.cli:list_command",
     "matrix": "msbench.cli:matrix_command",
     "run": "msbench.runner:run_command",
-    "measure": "hardware.mindspore.cli:measure_command",
-    "predict": "hardware.model.cli:predict_command",
+    "measure": "msbench.commands.measure:measure_command",
+    "predict": "msbench.commands.predict:predict_command",
     "validate": "hardware.model.validate:validate_command",
-    "calibrate": "hardware.calibration.cli:calibrate_command",
+    "calibrate": "msbench.commands.calibrate:calibrate_command",
     "report": "msbench.report.cli:report_command",
     "compare": "msbench.compare:compare_command",
     "nightly": "msbench.nightly:nightly_command",
@@ -70,7 +70,7 @@ def cell_from_args(args: argparse.Namespace, target: str):
     settings = make_settings(parse_assignments(args.set), where="--set")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
-        from hardware.model.cli import default_preset
+        from msbench.commands.predict import default_preset
         from hardware.model.profile import load_profile
 
         preset = default_preset(load_profile(target.partition(":")[2]))
