@@ -204,7 +204,7 @@ def list_command(args: argparse.Namespace) -> int:
                         [[r["name"], r["type"], r["default"], r["allowed"], *r["targets"].values(), r["help"]]
                          for r in rows])
         return 0
-    fn = {"workloads": "workloads.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
+    fn = {"workloads": "msbench.commands.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
     rows = import_object(fn[args.what])()  # type: ignore[operator]
     if args.json:
         print(json.dumps(rows, indent=2))
