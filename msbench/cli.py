@@ -70,8 +70,7 @@ def cell_from_args(args: argparse.Namespace, target: str):
     settings = make_settings(parse_assignments(args.set), where="--set")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
-        from msbench.commands.predict import default_preset
-        from hardware.model.profile import load_profile
+        from hardware.model.profile import default_preset, load_profile
 
         preset = default_preset(load_profile(target.partition(":")[2]))
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
