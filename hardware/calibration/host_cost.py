@@ -538,7 +538,7 @@ def calibrate_host(specs: Sequence[EntrySpec], path: Path = CALIBRATION_FILE, no
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from msbench.cli import parse_overrides
+    from msbench.cell import parse_overrides
 
     path = Path(args.file) if args.file else CALIBRATION_FILE
     if args.what != "host":                                    # argparse restricts it; kept for clarity

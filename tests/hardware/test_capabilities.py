@@ -16,7 +16,7 @@ from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_K
                                    graph_knobs, refusal, walk_contexts, walk_values)
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
-from hardware.mindspore.parallel_plan import plan_parallel
+from workloads.parallel_plan import plan_parallel
 from hardware.model.compute import has_flash_kernel
 from hardware.model.graph import GRAPH_KNOBS, graph_key
 from hardware.model.host_cost import entry_key

@@ -67,7 +67,7 @@ def test_zoo_sources_include_mindcvs_models(tmp_path):
 
 @pytest.mark.slow
 def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
-    from workloads.summary import trainable_params
+    from msbench.commands.summary import trainable_params
 
     counts = {}
     for name in PEERS:
@@ -80,7 +80,7 @@ def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
 
 @pytest.mark.slow
 def test_forward_gflops_agree(scratch):
-    from workloads.summary import workload_row
+    from msbench.commands.summary import workload_row
 
     ours, theirs = (workload_row(name)["gflops"] for name in PEERS)
     assert theirs == pytest.approx(ours, rel=FLOPS_RTOL)

@@ -13,7 +13,7 @@ import argparse
 import json
 
 from hardware.model.predict import Prediction
-from hardware.model.profile import HardwareProfile, load_profile
+from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
 
@@ -28,10 +28,6 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
     return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
-
-
-def default_preset(profile: HardwareProfile) -> str:
-    return "full" if profile.profile.kind == "npu" else "tiny"
 
 
 def predict_command(args: argparse.Namespace) -> int:
