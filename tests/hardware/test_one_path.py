@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hardware.model.cli import cell_prediction
+from msbench.commands.predict import cell_prediction
 from hardware.model.outcome import ModelRefusal, prediction_metrics
 from hardware.model.predict import canonical
 from hardware.model.target import ModelTarget
