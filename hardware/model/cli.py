@@ -37,14 +37,17 @@ def default_preset(profile: HardwareProfile) -> str:
 def predict_command(args: argparse.Namespace) -> int:
     from hardware.model.target import ModelTarget
     from msbench.errors import UserError
+    from msbench.outputs import check_file
 
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
+    if args.trace is not None:
+        check_file("--trace", args.trace)               # before the prediction: '' or a directory is refused
     cell = cell_from_args(args, f"model:{args.hardware}")
     reason = ModelTarget(args.hardware).supports(cell)  # the capability table: never a knob that changes nothing
     if reason:
         raise UserError(f"unsupported on model:{args.hardware}: {reason}")
     prediction, text = cell_prediction(cell)
-    if args.trace:
+    if args.trace is not None:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
         if prediction.parts is None:
