@@ -173,19 +173,19 @@ def kill_live_children() -> None:
 def _killpg(pgid: int, tree: bool = True) -> None:
     """SIGKILL the group and (`tree`) every descendant of its live leader, found before the first kill (once
     the leader is gone its children are re-parented and can no longer be found)."""
-    descendants = _descendants(pgid) if tree else []
+    found = descendants(pgid) if tree else []
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in descendants:
+    for pid in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """Every live descendant of `root`, from the parent links in /proc (Linux; nothing elsewhere)."""
     children: dict[int, list[int]] = {}
     try:
@@ -193,21 +193,35 @@ def _descendants(root: int) -> list[int]:
     except OSError:
         return []
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])     # after "pid (comm) state"
-        children.setdefault(ppid, []).append(int(entry))
+        ppid = parent_of(entry) if entry.isdigit() else None
+        if ppid is not None:
+            children.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
             found.append(child)
             todo.append(child)
     return found
+
+
+def ancestors(pid: int) -> list[int]:
+    """`pid`'s parent, its parent's parent... up to (not counting) PID 1, from /proc (Linux; nothing elsewhere)."""
+    found = []
+    parent = parent_of(pid)
+    while parent is not None and parent > 1:
+        found.append(parent)
+        parent = parent_of(parent)
+    return found
+
+
+def parent_of(pid: int | str) -> int | None:
+    """The parent PID of a live process, from /proc/PID/stat (None when gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[1])     # after "pid (comm) state"
 
 
 def _watch(spec_text: str) -> int:

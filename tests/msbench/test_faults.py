@@ -246,27 +246,53 @@ def test_a_wrong_shaped_opgraph_entry_is_a_miss(tmp_path, monkeypatch, junk):
     assert cache_get(CACHE_KIND, "g", OpGraph.from_dict) is None            # the validator graph.py passes
 
 
+def hold_lock(lock, foreign):
+    """A process holding an exclusive flock on `lock`, and its PID: our child, or (`foreign`) an orphan that
+    is neither our descendant nor our ancestor (its parent exited), as another user's run would be."""
+    hold = f"import fcntl, os, time; f = open({str(lock)!r}, 'a'); fcntl.flock(f, fcntl.LOCK_EX); " \
+           "print(os.getpid(), flush=True); time.sleep(60)"
+    argv = [sys.executable, "-c", hold]
+    if foreign:
+        argv = [sys.executable, "-c", f"import subprocess; subprocess.Popen({argv!r}, start_new_session=True)"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    return proc, int(proc.stdout.readline())
+
+
 def test_a_lock_wait_says_who_holds_it_and_ends(tmp_path, capsys):
     from msbench.cache import file_lock
 
     lock = tmp_path / ".k.lock"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, sys, time
-        f = open({str(lock)!r}, "a"); fcntl.flock(f, fcntl.LOCK_EX); print("held", flush=True); time.sleep(60)
-    """)], stdout=subprocess.PIPE, text=True)
+    proc, holder = hold_lock(lock, foreign=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert holder not in [c.pid for c in psutil.Process().children(recursive=True)]
         started = time.time()
-        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder.pid}"):
+        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder}"):
             with file_lock(lock, timeout=0.5):
                 pass
         assert time.time() - started < 5
-        assert f"waiting for the lock on {lock} held by PID {holder.pid}" in capsys.readouterr().err
+        assert f"waiting for the lock on {lock} held by PID {holder}" in capsys.readouterr().err
     finally:
-        holder.kill()
-        holder.wait()
+        os.kill(holder, signal.SIGKILL)
+        proc.wait()
+    wait_for(lambda: not psutil.pid_exists(holder) or psutil.Process(holder).status() == psutil.STATUS_ZOMBIE)
     with file_lock(lock, fcntl.LOCK_EX, timeout=1):                          # released by the kernel
         pass
+
+
+def test_a_lock_held_by_our_own_child_is_waited_for_without_a_message(tmp_path, capsys):
+    """A run waiting on its own compile child (the host turnstile) is not 'held by another process'."""
+    from msbench.cache import file_lock
+
+    lock = tmp_path / ".host.turnstile"
+    proc, holder = hold_lock(lock, foreign=False)
+    try:
+        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder}"):
+            with file_lock(lock, timeout=0.5):
+                pass
+        assert "waiting for the lock" not in capsys.readouterr().err
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_lock_path_that_is_a_directory_is_one_line(tmp_path, monkeypatch):
