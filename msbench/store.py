@@ -225,7 +225,7 @@ def run_files(paths: Iterable[str | Path]) -> list[Path]:
                 raise UserError(f"{p}: a directory with no run files (*.jsonl)")
             files.extend(found)
         elif p.exists():
-            files.append(check_not_empty(p))
+            files.append(p)
         else:
             raise UserError(f"{p}: no such run file or directory")
     return files

@@ -3,7 +3,6 @@ import json
 import pytest
 
 from msbench.cell import Cell
-from msbench.errors import UserError
 from msbench.records import Metrics, Record, StepStats
 from msbench.store import CorruptRecordError, RunStore, load_records, records_frame
 
@@ -139,9 +138,6 @@ def test_an_empty_run_file_is_refused_like_an_empty_directory(tmp_path, capsys):
 
     empty = tmp_path / "empty.jsonl"
     empty.touch()
-    for verb in (["report", str(empty), "--md", str(tmp_path / "r.md")], ):
-        assert main(verb) == 2
-        assert capsys.readouterr().err == f"msbench report: error: {empty}: an empty run file (0 bytes, no records)\n"
+    assert main(["report", str(empty), "--md", str(tmp_path / "r.md")]) == 2
+    assert capsys.readouterr().err == f"msbench report: error: {empty}: an empty run file (0 bytes, no records)\n"
     assert not (tmp_path / "r.md").exists()
-    with pytest.raises(UserError, match="an empty run file"):
-        load_records([empty])
