@@ -1,8 +1,10 @@
 """Issue 14's fault cases: one writer per run, a full disk, killed commands and their children, bad cache
 entries and locks. Each test starts what it needs (processes, a tmpfs) and removes it."""
 
+import contextlib
 import errno
 import fcntl
+import importlib.util
 import json
 import math
 import os
@@ -352,26 +354,37 @@ def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path
     assert_nothing_survives(marked_env)
 
 
-def test_a_daemon_that_never_accepts_its_stop_is_killed_by_its_argv(tmp_path, marked_env):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_daemon_that_never_accepts_its_stop_is_killed_and_a_lookalike_is_not(tmp_path, marked_env, sig):
     """The last resort: a dataset-cache server refused `--stop` for the whole retry window once (CI, under
-    load) and outlived its cell. Here the stop always fails; the daemon, in a session of its own, dies
-    because its argv holds the scope's `kill_matching` words."""
+    load) and outlived its cell. Here the stop always fails and the daemon left our tree (its parent exited,
+    it has a session of its own); it dies because it carries the scope's token. A process with the same argv
+    that the scope did not start (another user's server on the same binary and port) is not signalled."""
     word = f"msbench-test-daemon-{tmp_path.name}"
+    sleeper = [sys.executable, "-c", "import time; time.sleep(300)", word]
     parent = tmp_path / "parent.py"
     parent.write_text(textwrap.dedent(f"""
-        import subprocess, sys, time
+        import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from msbench.child import ChildScope
-        with ChildScope(cleanup=[["false"]], kill_matching=[["-c", {word!r}]]):
-            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {word!r}], start_new_session=True)
+        from msbench.child import ChildScope, raise_on_sigterm
+        raise_on_sigterm()
+        with ChildScope(cleanup=[["false"]]) as scope:
+            scope.start([sys.executable, "-c", "import subprocess; subprocess.Popen({sleeper!r}, start_new_session=True)"])
             print("started", flush=True)
             time.sleep(300)
     """))
+    lookalike = subprocess.Popen(sleeper, env=marked_env, start_new_session=True)
     proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "started"
-    wait_for(lambda: any(word in text for _, text in described(marked_env)), what="the daemon")
-    proc.kill()
+    with_word = lambda: sorted(p.pid for p, text in described(marked_env) if word in text)  # noqa: E731
+    wait_for(lambda: len(with_word()) == 2, what="the daemon")
+    proc.send_signal(sig)
     proc.wait()
+    wait_for(lambda: with_word() == [lookalike.pid], 20, "the daemon to die")
+    time.sleep(0.5)
+    assert lookalike.poll() is None, "the lookalike was signalled"
+    lookalike.kill()
+    lookalike.wait()
     assert_nothing_survives(marked_env)
 
 
@@ -433,6 +446,49 @@ def test_killing_measure_stops_its_worker_and_dataset_cache_server(tmp_path, mar
     """The reported case: `measure` with cache=true kept measuring, with its cache server, for 40 s."""
     kill_once_started(["measure", "resnet50", "--set", "data_format=mindrecord", "--set", "cache=true"], marked_env,
                       "dataset-cache-server", sig)
+
+
+def test_a_killed_dataset_cache_servers_lookalike_is_not_signalled(tmp_path, marked_env):
+    """The watchdog used to kill every process whose argv held the server binary and port, like `pkill -f`:
+    as root, another user's server. A process with exactly that argv, not started by us, must survive."""
+    if importlib.util.find_spec("mindspore") is None:
+        pytest.skip("mindspore is not installed")
+    from hardware.mindspore.dataset_cache import cache_binary
+
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from hardware.mindspore.dataset_cache import DatasetCacheServer
+        with DatasetCacheServer() as server:
+            print(server.port, flush=True)
+            time.sleep(300)
+    """))
+    proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
+    port = proc.stdout.readline().strip()
+    assert port.isdigit(), "the server did not start"
+    server = str(cache_binary().with_name("dataset-cache-server"))
+    lookalike = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", server, port],
+                                 env=marked_env, start_new_session=True)
+    def servers():
+        """The processes whose argv holds the server binary and the port (what the old watchdog killed)."""
+        found = []
+        for proc, _ in described(marked_env):
+            with contextlib.suppress(psutil.Error):
+                if {server, port} <= set(proc.cmdline()):
+                    found.append(proc.pid)
+        return sorted(found)
+
+    real = [pid for pid in wait_for(lambda: len(servers()) == 2 and servers(), what="the server and its lookalike")
+            if pid != lookalike.pid]
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: real[0] not in servers(), 20, "the server to stop")
+    time.sleep(0.5)
+    assert lookalike.poll() is None, "the lookalike was signalled"
+    lookalike.kill()
+    lookalike.wait()
+    assert_nothing_survives(marked_env)
 
 
 @pytest.mark.slow
