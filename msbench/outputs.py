@@ -35,31 +35,27 @@ def unwritable(directory: Path) -> str | None:
 
 def check_dir(option: str, value: str | Path) -> Path:
     """`value` as a directory this process can write in (created if missing), or a UserError naming `option`."""
-    text = str(value)
-    if not text:
-        raise UserError(f"{option}='' is not allowed; allowed: a directory path")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise UserError(f"{option}={text!r} is not allowed; allowed: a directory (this is a file)")
-    why = unwritable(path)
-    if why:
-        raise UserError(f"{option}={text!r} is not allowed; allowed: a directory this user can write ({why})")
-    return path
+    return check_output(option, value, directory=True)
 
 
 def check_file(option: str, value: str | Path) -> Path:
     """`value` as a file path whose directory this process can write in, or a UserError naming `option`."""
-    text = str(value)
+    return check_output(option, value, directory=False)
+
+
+def check_output(option: str, value: str | Path, directory: bool) -> Path:
+    text, kind = str(value), "directory" if directory else "file"
     if not text:
-        raise UserError(f"{option}='' is not allowed; allowed: a file path")
+        raise UserError(f"{option}='' is not allowed; allowed: a {kind} path")
     path = Path(text)
-    if path.is_dir():
-        raise UserError(f"{option}={text!r} is not allowed; allowed: a file path (this is a directory)")
-    parent = path.parent
-    why = f"{parent} is a file" if parent.exists() and not parent.is_dir() else unwritable(parent)
+    if path.exists() and path.is_dir() != directory:
+        raise UserError(f"{option}={text!r} is not allowed; allowed: a {kind} path (this is a "
+                        f"{'file' if directory else 'directory'})")
+    where = path if directory else path.parent
+    why = f"{where} is a file" if where.exists() and not where.is_dir() else unwritable(where)
     if why:
-        raise UserError(f"{option}={text!r} is not allowed; allowed: a file in a directory this user can write "
-                        f"({why})")
+        place = "a directory" if directory else "a file path in a directory"
+        raise UserError(f"{option}={text!r} is not allowed; allowed: {place} this user can write ({why})")
     return path
 
 

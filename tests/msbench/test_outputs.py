@@ -31,7 +31,7 @@ def test_run_with_a_file_as_trace_dir_runs_no_cell(tmp_path, capsys):
     assert main(["run", str(model_matrix(tmp_path)), "--out", str(runs), "--run-id", "r", "--quiet",
                  "--trace-dir", str(afile)]) == 2
     assert one_line(capsys, "run") == (f"msbench run: error: --trace-dir={str(afile)!r} is not allowed; "
-                                       "allowed: a directory (this is a file)")
+                                       "allowed: a directory path (this is a file)")
     assert not (runs / "r.jsonl").exists()
     assert main(["run", str(model_matrix(tmp_path)), "--out", str(runs), "--trace-dir", ""]) == 2
     assert one_line(capsys, "run") == "msbench run: error: --trace-dir='' is not allowed; allowed: a directory path"
@@ -57,7 +57,7 @@ def test_predict_trace_to_a_bad_path_is_one_line_before_predicting(tmp_path, cap
     trace = {"dir": str(tmp_path), "empty": "", "under_a_file": str(tmp_path / "afile" / "t.json")}[where]
     assert main(["predict", "resnet50", "--hardware", "ascend910b", "--trace", trace]) == 2
     allowed = {"dir": "a file path (this is a directory)", "empty": "a file path",
-               "under_a_file": f"a file in a directory this user can write ({tmp_path / 'afile'} is a file)"}[where]
+               "under_a_file": f"a file path in a directory this user can write ({tmp_path / 'afile'} is a file)"}[where]
     assert one_line(capsys, "predict") == f"msbench predict: error: --trace={trace!r} is not allowed; allowed: {allowed}"
 
 
