@@ -113,3 +113,14 @@ def test_a_full_disk_leaves_the_old_file_whole_and_no_temporary(tmp_path, monkey
 
 def test_a_trace_is_written_whole(tmp_path):
     assert write_atomic(tmp_path / "new" / "t.json", '{"a": 1}').read_text() == '{"a": 1}'
+
+
+def test_measure_profile_dir_that_is_a_file_is_one_line_before_measuring(tmp_path, capsys, monkeypatch):
+    import msbench.runner as runner
+
+    monkeypatch.setattr(runner, "run_cells", lambda *a, **k: pytest.fail("measured before --profile-dir was checked"))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["measure", "resnet50", "--profile", "--profile-dir", str(afile)]) == 2
+    assert one_line(capsys, "measure") == (f"msbench measure: error: --profile-dir={str(afile)!r} is not allowed; "
+                                           "allowed: a directory path (this is a file)")
