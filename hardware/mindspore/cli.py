@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 from msbench.cli import cell_from_args, print_table
 from msbench.records import Record
