@@ -135,7 +135,10 @@ def held_by_own_tree(path: Path, holders: list[int]) -> bool:
     own = {os.getpid(), *descendants(os.getpid()), *ancestors(os.getpid())}
     if holders:
         return set(holders) <= own
-    target = os.stat(path)
+    try:
+        target = os.stat(path)
+    except OSError:
+        return False
     for pid in own - {os.getpid()}:
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
