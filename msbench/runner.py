@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
+from msbench.outputs import check_dir
 from msbench.executors import CellJob, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
@@ -214,16 +215,6 @@ def profile_root(run_path: Path) -> Path:
     return run_path.resolve().with_name(f"{run_path.stem}.profiles")
 
 
-def check_out_dir(out: Path) -> Path:
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out={str(out)!r} is not allowed; allowed: a directory (this is a file)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"--out={str(out)!r}: cannot create the directory ({err.strerror})") from None
-    return out
-
-
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
@@ -243,16 +234,18 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if trace_dir is not None and not all(t.startswith("model:") for t in matrix.targets):
         raise UserError(f"--trace-dir={str(trace_dir)!r} is not allowed for targets {', '.join(matrix.targets)}; "
                         "allowed: model:<profile> targets (a trace is of a predicted step)")
+    if trace_dir is not None:
+        check_dir("--trace-dir", trace_dir)        # before any cell: a bad one would fail every cell
     expansion = matrix.expand(max_cells)
     shard_ij = parse_shard(shard)
-    out = check_out_dir(Path(out))
+    out = check_dir("--out", out)
     label = target or "+".join(matrix.targets)
     path = out / f"{run_id}.jsonl" if run_id else default_run_path(out, matrix.name, label, shard_ij, resume)
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
     if not todo:
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
-    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
+    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir is not None else {})}
     if matrix.accuracy:
         options["accuracy_seeds"] = matrix.accuracy_seeds
     if matrix.profile:                  # the Profiler's folders beside the run file: <run>.profiles/<cell id>/

@@ -116,8 +116,8 @@ def trace_title(cell: Any) -> str:
 
 
 def write_trace(path: str | Path, prediction: Prediction, title: str) -> Path:
-    """Write the trace as JSON (keys sorted: the same bytes for the same prediction)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trace_events(prediction, title), sort_keys=True, separators=(",", ":")))
-    return path
+    """Write the trace as JSON (keys sorted: the same bytes for the same prediction), atomically: a full disk
+    leaves no truncated trace."""
+    from msbench.outputs import write_atomic
+
+    return write_atomic(path, json.dumps(trace_events(prediction, title), sort_keys=True, separators=(",", ":")))

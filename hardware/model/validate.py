@@ -229,8 +229,10 @@ def validate_command(args: argparse.Namespace) -> int:
     from hardware.model.profile import load_profile
     from hardware.validation.cases import load_catalogue
     from msbench.errors import ConfigError
+    from msbench.outputs import check_dir
 
     load_profile(args.profile)                  # an unknown name is refused with the names allowed
+    check_dir("--out", args.out)                # before any cell runs
     real_runs = args.profile in cpu_profiles()
     if real_runs and args.skip:
         raise ConfigError("--skip", args.skip[0],

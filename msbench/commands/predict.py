@@ -32,11 +32,14 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
 
 def predict_command(args: argparse.Namespace) -> int:
     from msbench.errors import UserError
+    from msbench.outputs import check_file
 
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
+    if args.trace is not None:
+        check_file("--trace", args.trace)               # before the prediction: '' or a directory is refused
     cell = cell_from_args(args, f"model:{args.hardware}")
     prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
-    if args.trace:
+    if args.trace is not None:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
         if prediction.parts is None:
