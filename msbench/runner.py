@@ -24,6 +24,7 @@ from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
 from msbench.outputs import check_dir
+from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
 from msbench.executors import CellJob, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
@@ -265,10 +266,13 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
-    fingerprint_of = fingerprinter({name: resolve_target(name, plugins, **options)
-                                    for name in expansion.matrix.targets})
+    targets = {name: resolve_target(name, plugins, **options) for name in expansion.matrix.targets}
+    fingerprint_of = fingerprinter(targets)
+    defer = deferring(targets, options)                     # predictions first, the accuracy trainings after
     stale = stale_records(todo, done, fingerprint_of)       # recorded, but made by inputs that changed since
     pending = [e for e in todo if e.cell.id not in done or e.cell.id in stale]
+    in_todo = {e.cell.id for e in todo}
+    untrained = [r for r in done.values() if defer and is_pending(r) and r.cell_id in in_todo and r.cell_id not in stale]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
     if stale and progress:
         print(rerun_line(len(stale)))
@@ -277,29 +281,47 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     baselines = {r.cell_id: r for r in done.values()}
     written: list[Record] = []
 
-    def finish(entry: Entry, record: Record) -> None:
+    def with_delta(entry: Entry, record: Record) -> None:
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
         elif entry.baseline:
             with_accuracy_delta(record, record)
-        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
-        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
+
+    def finish(entry: Entry, record: Record) -> None:
+        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
+        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
+        if defer:
+            mark_pending(record)
+        with_delta(entry, record)
         written.append(record)
         advance(record)
 
+    entries = {e.cell.id: e for e in todo}
+
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
-    job = CellJob(options=options, timeout=timeout, plugins=plugins, wait_quiet_s=wait_quiet_s)
+    job = CellJob(options={**options, "defer_accuracy": True} if defer else options, timeout=timeout, plugins=plugins,
+                  wait_quiet_s=wait_quiet_s)
     try:
         with open_executor(executor, jobs=jobs, address=address) as cells, \
                 progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
             cells.prepare(pending, job, announce=print if progress else lambda line: None)
             for batch in (first, rest):
                 cells.run(batch, job, finish)
+        to_train = untrained + [r for r in written if is_pending(r)]
+        if to_train:
+            if progress:
+                print("predictions (accuracy follows):")
+                print_summary(expansion, list(done.values()) + written, path)
+            bar = progress and sys.stdout.isatty()         # a log or a pipe gets a line now and then instead
+            with progress_bar(len(to_train), 0, path, enabled=bar) as advance:
+                add_accuracies(to_train, targets, lambda r: entries[r.cell_id].baseline,
+                               lambda r: with_delta(entries[r.cell_id], r),
+                               advance if bar or not progress else Lines(len(to_train), "accuracy"))
     except DiskFullError:
         raise UserError(f"disk full after {len(done) + len(written)} of {len(todo)} cells; records so far are "
                         f"intact in {path}; free space and rerun with --resume") from None

@@ -36,7 +36,7 @@ class ModelTarget:
 
     def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
                  accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None,
-                 accuracy_knobs: tuple[str, ...] | None = None) -> None:
+                 accuracy_knobs: tuple[str, ...] | None = None, defer_accuracy: bool = False) -> None:
         self.profile = load_profile(profile)          # an unknown name is a ConfigError now, not per cell
         self.name = f"model:{profile}"
         self.accuracy = accuracy
@@ -46,6 +46,8 @@ class ModelTarget:
         # model's side of the real target's Profiler summary; nothing is written under profile_dir
         self.op_profile = profile_dir is not None
         self.accuracy_knobs = accuracy_knobs          # matrix key: numerics knobs that get accuracy runs
+        # the runner predicts every cell first and calls add_accuracy afterwards (msbench/accuracy_phase.py)
+        self.defer_accuracy = defer_accuracy
         self._fingerprints: dict[str, str] = {}       # workload -> fingerprint (see `fingerprint`)
         self._plans: dict[str, CellPlan] = {}         # cell id -> its plan
 
@@ -128,8 +130,12 @@ class ModelTarget:
                 record.metrics.extra["trace"] = UNTRACEABLE        # the record says why its trace file is missing
             else:
                 write_trace(Path(self.trace_dir) / f"{cell.id}.trace.json", result.prediction, trace_title(cell))
-        if self.accuracy:
-            from hardware.mindspore.target import add_accuracy   # real tiny-preset numerics, cached, in a child
-
-            add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
+        if self.accuracy and not self.defer_accuracy:
+            self.add_accuracy(record)
         return record
+
+    def add_accuracy(self, record: Record) -> None:
+        """The real tiny-preset accuracy of the record's numerics (cached, trained in a child process)."""
+        from hardware.mindspore.target import add_accuracy
+
+        add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
