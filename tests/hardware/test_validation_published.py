@@ -261,3 +261,18 @@ def test_validate_reports_the_dev_part_and_the_locked_part_only_when_asked(monke
         data = json.loads(capsys.readouterr().out)
         assert data["part"] == "locked"
         assert {r["id"] for r in data["cases"]} == {c.id for c in CATALOGUE.part("locked").expressible(profile)}
+
+
+def test_a_same_script_sink_pair_loads_and_is_reported(tmp_path):
+    """Issue 41: a sink on/off pair of one source is a one-knob pair like any other (none is in the file yet)."""
+    path = tmp_path / "published.toml"
+    sunk = '{ mode = "graph", batch_size = 32, devices = 8, sink = true }'
+    path.write_text(case_text("a", GOOD, PAIR_SOURCE) + case_text("b", sunk, PAIR_SOURCE)
+                    + '[[pair]]\na = "a"\nb = "b"\ndiffers = "sink"\n')
+    catalogue = load_catalogue(path)
+    assert catalogue.pairs[0].differs == "sink"
+    part = catalogue.pairs[0].split
+    data = evaluate(catalogue, "ascend910a", scaled(1.0, {"b": 0.5}), part=part)
+    pair = data["pairs"][0]
+    assert pair["published_ratio"] == pytest.approx(1.0) and pair["predicted_ratio"] == pytest.approx(2.0)
+    assert "b / a | sink" in render(data)
