@@ -97,7 +97,7 @@ def trace_events(prediction: Prediction, title: str) -> dict[str, Any]:
         events.append(span("wait for all-reduce", "comm", HOST_PID, DISPATCH_TID, t, comm.exposed_s))
         t += comm.exposed_s
     if ht.roundtrip_s > 0:
-        events.append(span("step round trip (launch + loss fetch)", "roundtrip", HOST_PID, DISPATCH_TID, t,
+        events.append(span("step round trip (batch hand-over + launch + loss fetch)", "roundtrip", HOST_PID, DISPATCH_TID, t,
                            ht.roundtrip_s))
         t += ht.roundtrip_s
     if ht.data_overlapped and parts.data_exposed_s > 0:
