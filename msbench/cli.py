@@ -164,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
+    p.add_argument("--locked", action="store_true",
+                   help="published runs: report the locked part, held out of model work (default: the development part)")
 
     p = sub.add_parser("report", help="tables and plots from records (and asv results)")
     p.add_argument("inputs", nargs="+", help="run files or directories")

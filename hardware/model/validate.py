@@ -217,10 +217,12 @@ def published_command(args: argparse.Namespace) -> int:
     from hardware.validation.cases import load_catalogue
     from hardware.validation.report import evaluate, render
 
-    data = evaluate(load_catalogue(), args.profile, skip=args.skip or ())
+    part = "locked" if args.locked else "dev"
+    data = evaluate(load_catalogue(), args.profile, skip=args.skip or (), part=part)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"validation-report-{args.profile}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+    name = args.profile if part == "dev" else f"{args.profile}-{part}"
+    (out / f"validation-report-{name}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
     print(json.dumps(data, sort_keys=True) if args.json else render(data))
     return 0
 
@@ -234,8 +236,8 @@ def validate_command(args: argparse.Namespace) -> int:
     load_profile(args.profile)                  # an unknown name is refused with the names allowed
     check_dir("--out", args.out)                # before any cell runs
     real_runs = args.profile in cpu_profiles()
-    if real_runs and args.skip:
-        raise ConfigError("--skip", args.skip[0],
+    if real_runs and (args.skip or args.locked):
+        raise ConfigError("--skip" if args.skip else "--locked", args.skip[0] if args.skip else True,
                           "only with a published-runs profile (--profile ascend910a|ascend910b)")
     if not real_runs:
         chips = sorted({c.profile for c in load_catalogue().expressible()})

@@ -9,7 +9,7 @@ the comparison rests on. A recipe msbench cannot express is kept with `why`, not
 Every case belongs to one part, `split = "dev" | "locked"`, set by its source alone (`split_of`: a
 third of the sources, by a hash of their URL, chosen before any model error was looked at). Model
 work is checked against the development part (`msbench validate`); the locked part is held out and
-reported only on request (`python -m hardware.validation --profile X --locked`), once a change is
+reported only on request (`msbench validate --profile X --locked`), once a change is
 done, so its figures have not steered the change. A pair inherits its cases' part; the loader
 refuses a case whose `split` disagrees with its source's and a pair that straddles the parts.
 """

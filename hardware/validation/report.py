@@ -6,7 +6,7 @@ the relative step-time error and the OOM verdict (every published run fitted); t
 |error|, and for each one-setting pair the predicted against the published throughput ratio.
 A case whose prediction fails (graph extraction or host-cost probe) is a row with its reason.
 Only one part of the file is evaluated at a time: the development part by default, the locked part
-when asked for (hardware/validation/cases.py, `split_of`; `python -m hardware.validation --locked`).
+when asked for (hardware/validation/cases.py, `split_of`; `msbench validate --locked`).
 """
 
 from __future__ import annotations

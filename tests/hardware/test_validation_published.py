@@ -249,15 +249,13 @@ def test_the_loader_refuses_a_moved_case_and_a_straddling_pair(tmp_path):
 
 
 def test_validate_reports_the_dev_part_and_the_locked_part_only_when_asked(monkeypatch, tmp_path, capsys):
-    from hardware.validation.__main__ import main as part_main
-
     monkeypatch.setattr(report, "model_predictor", scaled(1.0))
     for profile in ("ascend910a", "ascend910b"):
         assert main(["validate", "--profile", profile, "--out", str(tmp_path), "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["part"] == "dev"
         assert {r["id"] for r in data["cases"]} == {c.id for c in CATALOGUE.part("dev").expressible(profile)}
-        assert part_main(["--profile", profile, "--locked", "--out", str(tmp_path), "--json"]) == 0
+        assert main(["validate", "--profile", profile, "--locked", "--out", str(tmp_path), "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["part"] == "locked"
         assert {r["id"] for r in data["cases"]} == {c.id for c in CATALOGUE.part("locked").expressible(profile)}
