@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench test clean
+.PHONY: setup bench test test-fast clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,11 @@ bench: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
+
+# Everyday work: the tests marked neither `slow` nor a speed claim (nothing trains, compiles a graph or starts
+# MindSpore children), on the same two workers; every test gets an empty msbench cache (tests/conftest.py).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" --ignore=tests/benchmarks -n 2 --dist loadfile --durations=10
 
 clean:
 	rm -rf $(VENV) .asv results/runs results/asv results/html .msbench-cache .msbench-data

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import time
 
+import pytest
+
 from msbench.conditions import (ConditionsProbe, mismatch, not_quiet, others_load, overloaded, read_cpu_times,
                                 summarize, wait_quiet)
 
@@ -90,6 +92,7 @@ import os; os._exit(0)
 """
 
 
+@pytest.mark.slow
 def test_probe_counts_a_descendant_nobody_waits_for_as_its_own():
     """getrusage alone saw none of the grandchild's CPU second (it was never waited for)."""
     import subprocess

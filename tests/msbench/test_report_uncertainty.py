@@ -44,6 +44,7 @@ def found():
     return uncertainty.robustness(RecordSet.of(records), inputs), records
 
 
+@pytest.mark.slow
 def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant(found):
     result, records = found
     b = result[("graph_mode", "model:ascend910b")]
@@ -63,6 +64,7 @@ def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant
         [["graph_mode", "launch.pynative_us", "25", claims.PARTLY]]
 
 
+@pytest.mark.slow
 def test_a_verdict_that_survives_every_range_end_is_robust(found):
     result, records = found
     a = result[("graph_mode", "model:ascend910a")]
@@ -72,6 +74,7 @@ def test_a_verdict_that_survives_every_range_end_is_robust(found):
     assert result[("sink", "model:ascend910a")].text == ""       # no cells: nothing to judge
 
 
+@pytest.mark.slow
 def test_stale_records_and_missing_graphs_are_said_not_checked(found, tmp_path, monkeypatch):
     _, records = found
     b_records = [r for r in records if r.cell.target == "model:ascend910b"]
@@ -93,6 +96,7 @@ def test_stale_records_and_missing_graphs_are_said_not_checked(found, tmp_path, 
     assert not list(tmp_path.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeypatch):
     _, records = found
     calls = []
@@ -114,6 +118,7 @@ def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeyp
     assert calls[2:] == ["model:ascend910b"]
 
 
+@pytest.mark.slow
 def test_a_tip_verdict_that_hangs_on_a_tip_estimate_says_so():
     """SOMAS' packing loss (tips.somas_packing_loss, 0-1) is varied like a profile's own estimates: at 1
     the plan packs no better than the pool, and memory reuse no longer saves memory."""
