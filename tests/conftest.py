@@ -1,8 +1,9 @@
 """Shared fixtures: MindSpore runs from a scratch directory with the AVX2 oneDNN cap, and no test reads or
 writes the developer's `~/.cache/msbench`: every test gets an empty msbench cache of its own, except
-`slow` tests (they compile and train real networks), which share one cache per session and xdist worker,
-so a graph they all read compiles once per worker (its entries are content-keyed: sharing changes time,
-never an outcome). A module-scoped fixture that points `$MSBENCH_CACHE` at its own warmed cache keeps it."""
+`slow` tests (they compile and train real networks), which share one cache per pytest run, its xdist
+workers included (as they shared the developer's cache before; its locks let one process compute an entry
+while the other waits), so a graph they all read compiles once per run: entries are content-keyed, sharing
+changes time, never an outcome. A module-scoped fixture that points `$MSBENCH_CACHE` at its own cache keeps it."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 @pytest.fixture(scope="session", autouse=True)
 def session_cache(tmp_path_factory):
-    """The msbench cache of this session (this xdist worker): the slow tests' warm cache, and what
-    module- and session-scoped fixtures see unless they set their own."""
+    """The msbench cache of this pytest run, in its numbered temporary directory (under xdist the one that
+    holds every worker's): the slow tests' warm cache, and what module- and session-scoped fixtures see
+    unless they set their own."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "msbench-cache-session"
+    root.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
-        root = tmp_path_factory.mktemp("msbench-cache-session")
         mp.setenv(CACHE_ENV, str(root))
         yield root
 
