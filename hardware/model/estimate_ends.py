@@ -9,10 +9,12 @@ device-side section of the profile.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from hardware.model.compute import Kernel, kernels
+from hardware.model.compute import Kernel, group_ops, kernels, make_kernel
 from hardware.model.lowering import lower
+from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
+from hardware.model.opgraph import Op
 from hardware.model.predict import Prediction, canonical, predict
 from hardware.model.profile import HardwareProfile, with_estimate
 
@@ -21,7 +23,26 @@ END_METRICS = ("step_time_s", "throughput", "throughput_per_device", "peak_memor
                "oom", "bound", "mfu")
 # What compute.kernels() reads of a profile: an end that leaves these equal leaves every kernel's time as is.
 DEVICE_SECTIONS = ("cube", "vector", "memory", "kernel_classes", "precision")
+CLASS_TABLES = frozenset(CUBE_CLASSES + VECTOR_CLASSES + FLASH_CLASSES)   # one efficiency table per kernel class
 UNREAD_BY_LLM = "the LLM composition's ends are not predicted again (its three block graphs per end cost too much)"
+
+
+def ends_kernels(ops: Sequence[Op], profile: HardwareProfile, varied: HardwareProfile, key: str,
+                 costed: dict[tuple, list[Kernel]]) -> list[Kernel]:
+    """The step's kernels on `varied` (`profile` with estimate `key` at one end). A class's efficiency table
+    (`kernel_classes.<class>`) prices only the kernels of that class, so only those are costed again; any
+    other device-side end costs every kernel again, once per distinct device-side profile."""
+    shipped = kernels(ops, profile)
+    section, _, name = key.partition(".")
+    if section == "kernel_classes" and name in CLASS_TABLES:
+        groups = group_ops(ops)
+        return [make_kernel(g, varied) if k.kernel_class == name else k for g, k in zip(groups, shipped)]
+    device_key = tuple(getattr(varied, s) for s in DEVICE_SECTIONS)
+    if device_key == tuple(getattr(profile, s) for s in DEVICE_SECTIONS):
+        return shipped
+    if device_key not in costed:
+        costed[device_key] = kernels(ops, varied)
+    return costed[device_key]
 
 
 def end_metrics(prediction: Prediction) -> dict[str, Any]:
@@ -41,15 +62,12 @@ def estimate_ends(result: Any, settings: Any, llm: bool) -> dict[str, Any]:
     ops = lower(result.graph, settings, profile).ops
     costed: dict[tuple, list[Kernel]] = {}
 
-    def again(varied: HardwareProfile) -> Prediction:
-        key = tuple(getattr(varied, s) for s in DEVICE_SECTIONS)
-        if key not in costed:
-            costed[key] = kernels(ops, varied)
-        return predict(result.graph, settings, varied, result.host, costed[key])
+    def again(varied: HardwareProfile, key: str) -> Prediction:
+        return predict(result.graph, settings, varied, result.host, ends_kernels(ops, profile, varied, key, costed))
 
     out: dict[str, Any] = {}
     for estimate in (e for e in profile.estimates if e.key in read):
-        at = {f"{value:g}": end_metrics(again(with_estimate(profile, estimate.key, value)))
+        at = {f"{value:g}": end_metrics(again(with_estimate(profile, estimate.key, value), estimate.key))
               for value in dict.fromkeys((estimate.low, estimate.high))}
         out[estimate.key] = {"low": estimate.low, "high": estimate.high, "reason": estimate.reason, "at": at}
     return canonical(out)

@@ -25,7 +25,7 @@ LLM = {"mode": "graph", "sink": True, "optimizer": "adamw", "batch_size": 2, "de
        "parallel_mode": "semi_auto", "tensor_parallel": 2}
 CELLS = {
     "llm composition": Cell(workload="llama2-7b", settings=make_settings(LLM), target=f"model:{PROFILE}"),
-    "data-bound cnn": Cell(workload="resnet50", settings=make_settings({"mode": "graph", "workers": 1}),
+    "data-bound cnn": Cell(workload="resnet50", settings=make_settings({"mode": "graph", "sink": True, "workers": 1}),
                            target=f"model:{PROFILE}"),
     "inference": Cell(workload="resnet50", settings=make_settings({"mode": "graph"}), target=f"model:{PROFILE}",
                       scenario="inference"),
@@ -92,3 +92,25 @@ def test_a_cell_refused_after_extraction_is_refused_by_every_path(model_cache):
     assert row.predicted_step_s is None and record.reason[:40] in row.failed
     with pytest.raises(ModelRefusal, match="drop_remainder=false"):
         compare(Record(cell=cell, status="ok", metrics=Metrics(step_time_s=1.0)), PROFILE)
+
+
+@pytest.mark.slow
+def test_a_class_tables_range_end_recosts_only_that_class_as_a_full_recost_would(model_cache):
+    """estimate_ends costs again only the kernels of the class whose table an end changes: the same kernels
+    as costing the whole step on the varied profile."""
+    from hardware.model.compute import kernels
+    from hardware.model.estimate_ends import ends_kernels
+    from hardware.model.lowering import lower
+    from hardware.model.outcome import model_prediction
+    from hardware.model.plan import resolve
+    from hardware.model.profile import with_estimate
+
+    plan = resolve(CELLS["data-bound cnn"], PROFILE)
+    result = model_prediction(plan)
+    ops = lower(result.graph, plan.settings, plan.profile).ops
+    varied_keys = [e for e in plan.profile.estimates if e.key.startswith("kernel_classes.")]
+    assert len(varied_keys) > 5
+    for estimate in varied_keys:
+        for value in (estimate.low, estimate.high):
+            varied = with_estimate(plan.profile, estimate.key, value)
+            assert ends_kernels(ops, plan.profile, varied, estimate.key, {}) == kernels(ops, varied), estimate.key
