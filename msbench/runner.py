@@ -31,6 +31,7 @@ from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
 from msbench.repeat import MeasuresInProcesses, run_in_processes
+from msbench.resources import child_pythonpath
 from msbench.settings import parse_assignments
 from msbench.stats import paired_delta_pp
 from msbench.store import DiskFullError, RunStore
@@ -113,7 +114,7 @@ def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeo
     request = json.dumps({"target": target_name, "options": dict(options), "plugins": list(plugins),
                           "cell": cell.to_dict()})
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = child_pythonpath(os.getcwd())   # a --allow-plugin module beside the suite's packages
     with ChildScope(f"msbench-{cell.id}-") as scope:
         result = scope.run([sys.executable, "-m", "msbench.worker"], input=request, env=env, timeout=timeout)
     out, err = result.stdout, result.stderr

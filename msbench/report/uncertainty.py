@@ -202,7 +202,7 @@ def target_robustness(records: list[Record], target: str, inputs: CellInputs) ->
 CACHE_KIND = "robustness"
 # What a target's robustness is a function of besides its records: the model, its profiles and calibration,
 # the workloads (their graphs), the settings rules and the report's claims.
-ROOT = Path(__file__).resolve().parents[2]
+from msbench.resources import suite_path
 INPUT_DIRS = ("hardware/model", "hardware/profiles", "hardware/calibration", "hardware/capabilities.py",
               "msbench/settings.py", "msbench/report", "workloads")
 
@@ -214,7 +214,7 @@ def robustness_key(records: list[Record], target: str) -> str:
 
     judged = sorted(({"cell": r.cell.to_dict(), "status": r.status, "metrics": r.to_dict()["metrics"]} for r in records),
                     key=lambda d: d["cell"]["id"])
-    return content_key("robustness/1", target, files_digest([ROOT / d for d in INPUT_DIRS]), mindspore_version(),
+    return content_key("robustness/1", target, files_digest([suite_path(d) for d in INPUT_DIRS]), mindspore_version(),
                        judged)
 
 
