@@ -411,8 +411,13 @@ def run_command(args: argparse.Namespace) -> int:
 def resume_command(args: argparse.Namespace, path: Path) -> str:
     """The command line that continues this run."""
     words = ["msbench", "run", args.matrix, "--out", args.out, "--resume", "--run-id", path.stem]
+    chosen = executor_name(args.executor)     # also what $MSBENCH_EXECUTOR / $RAY_ADDRESS chose: the line runs anywhere
+    address = args.address or (os.environ.get("RAY_ADDRESS") if chosen == "ray" else None)
     for flag, value in (("--target", args.target), ("--shard", None if args.shard == "1/1" else args.shard),
-                        ("--jobs", args.jobs), ("--timeout", None if args.timeout == 1800.0 else args.timeout)):
+                        ("--jobs", args.jobs), ("--timeout", None if args.timeout == 1800.0 else args.timeout),
+                        ("--executor", chosen if args.executor or chosen != "local" else None),
+                        ("--address", address), ("--trace-dir", args.trace_dir),
+                        ("--wait-quiet", args.wait_quiet or None)):
         if value is not None:
             words += [flag, str(value)]
     for flag, values in (("--set", args.set), ("--allow-plugin", args.allow_plugin)):

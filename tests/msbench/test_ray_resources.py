@@ -64,3 +64,29 @@ def test_bad_executor_options_are_one_line_errors(tmp_path, capsys, monkeypatch)
     monkeypatch.setenv("MSBENCH_EXECUTOR", "slurm")
     assert main(["run", matrix, "--out", str(tmp_path)]) == 2
     assert "MSBENCH_EXECUTOR='slurm' is not allowed; allowed: local, ray" in capsys.readouterr().err
+
+
+def test_the_resume_line_repeats_every_option_that_shapes_the_run(monkeypatch):
+    import shlex
+
+    from msbench.cli import build_parser
+    from msbench.runner import resume_command
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("MSBENCH_EXECUTOR", raising=False)
+    given = ["run", "m.toml", "--target", "model:ascend910b", "--out", "o", "--run-id", "r", "--shard", "2/3",
+             "--timeout", "60", "--set", "batch_size=8", "--set", "amp_level=O2", "--allow-plugin", "a:B",
+             "--max-cells", "9", "--executor", "ray", "--address", "10.0.0.1:6379", "--trace-dir", "t",
+             "--wait-quiet", "5", "--quiet"]
+    parser = build_parser()
+    args = parser.parse_args(given)
+    line = resume_command(args, Path("o/r.jsonl"))
+    again = parser.parse_args(shlex.split(line)[1:])
+    assert again.resume and not args.resume
+    shaping = {k: v for k, v in vars(args).items() if k not in ("resume", "quiet")}
+    assert {k: v for k, v in vars(again).items() if k in shaping} == shaping
+    # an executor and cluster chosen by the environment are written out, so the line runs anywhere
+    monkeypatch.setenv("MSBENCH_EXECUTOR", "ray")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.2:6379")
+    words = shlex.split(resume_command(parser.parse_args(["run", "m.toml"]), Path("results/runs/x.jsonl")))
+    assert words[words.index("--executor") + 1] == "ray" and words[words.index("--address") + 1] == "10.0.0.2:6379"
