@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
-from msbench.executors import CellJob, executor_name, open_executor
+from msbench.executors import CellJob, check_executor, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
 from msbench.names import check_name
@@ -261,6 +261,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if matrix.accuracy_knobs is not None:
         options["accuracy_knobs"] = matrix.accuracy_knobs
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
+    check_executor(executor, address)                                   # and the cluster's address
     store = RunStore(path)
     with store.hold(resume):
         return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options,

@@ -10,12 +10,18 @@ Code and environment travel with the job: the driver's `msbench`, `hardware` and
 (so a node runs the driver's commit, also under asv) and the driver's MSBENCH_* and threading variables.
 A worker or node that dies is a retry (at most MAX_ATTEMPTS tries, counted in the record); a cell's own
 crash, timeout or OOM is a record from the task, as in a local run, and is not retried.
+
+The address (`--address`, else $RAY_ADDRESS) is checked before Ray is asked: `ray.init` against a port
+nobody listens on waits for minutes, so an address of no form Ray takes, or one where nothing answers
+within CONNECT_TIMEOUT_S, is a one-line error.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import socket
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,6 +34,8 @@ from msbench.records import Record
 MAX_ATTEMPTS = 3            # tries of a cell whose worker or node died, the first one included
 POLL_S = 10.0               # how often a wait re-reads the cluster (a node may have died)
 DRIVER_FACTS = ("commit", "dirty", "msbench", "started")   # provenance the driver states, not the node
+CONNECT_TIMEOUT_S = 10.0    # how long an address may refuse or ignore a connection (a head still starting)
+ADDRESS_FORMS = "host:port (what `ray start --head` printed, e.g. 10.0.0.1:6379), ray://host:port, auto or local"
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,43 @@ def forwarded_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in ENV_KEYS or k.startswith("MSBENCH_")}
 
 
+def cluster_endpoint(address: str, where: str = "--address") -> tuple[str, int] | None:
+    """(host, port) that a cluster address names; None for `auto` and `local`, which Ray resolves on this
+    machine at once; a UserError for anything else."""
+    if address in ("auto", "local"):
+        return None
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host     # [IPv6]:port
+    if not sep or not host or "/" in rest or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"{where}={address!r} is not allowed; allowed: {ADDRESS_FORMS}")
+    return host, int(port)
+
+
+def check_reachable(address: str, where: str = "--address", timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """A UserError unless something accepts a connection at the address within `timeout` (a head that is
+    still starting is waited for)."""
+    endpoint = cluster_endpoint(address, where)
+    if endpoint is None:
+        return
+    deadline, last = time.monotonic() + timeout, ""
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection(endpoint, timeout=max(0.1, min(5.0, left))):
+                return
+        except OSError as err:
+            last = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        if time.monotonic() + 0.5 >= deadline:
+            raise UserError(f"{where}={address!r}: no Ray cluster answers there (last try: {last}, for "
+                            f"{timeout:g} s); allowed: a running cluster's {ADDRESS_FORMS}")
+        time.sleep(0.5)
+
+
+def one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
+
+
 @functools.lru_cache(maxsize=1)
 def node_provenance() -> dict[str, Any]:
     """This node's facts (host, CPU, versions, environment), once per worker process."""
@@ -145,14 +190,17 @@ class RayExecutor:
         self.ray, self.max_attempts = ray, max_attempts
         runtime_env = {"py_modules": [msbench, hardware, workloads], "excludes": ["__pycache__"],
                        "env_vars": forwarded_env()}
+        where = "--address" if address else "RAY_ADDRESS"
         address = address or os.environ.get("RAY_ADDRESS")      # Ray's own variable (msbench nightly sets it)
+        if address:
+            check_reachable(address, where)
         local = {} if address else {"include_dashboard": False}
         try:
             ray.init(address=address or "local", runtime_env=runtime_env, log_to_driver=False,
                      configure_logging=False, namespace="msbench", **local)
         except ConnectionError as err:
-            raise UserError(f"--address={address!r}: no Ray cluster answers there ({err}); allowed: the "
-                            "address `ray start --head` printed, e.g. 10.0.0.1:6379") from None
+            raise UserError(f"{where}={address!r}: no Ray cluster answers there ({one_line(err)}); allowed: "
+                            f"{ADDRESS_FORMS}") from None
         self.remote = ray.remote(run_on_node)
         from ray import exceptions as rex
 

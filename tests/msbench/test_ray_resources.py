@@ -66,27 +66,46 @@ def test_bad_executor_options_are_one_line_errors(tmp_path, capsys, monkeypatch)
     assert "MSBENCH_EXECUTOR='slurm' is not allowed; allowed: local, ray" in capsys.readouterr().err
 
 
-def test_the_resume_line_repeats_every_option_that_shapes_the_run(monkeypatch):
-    import shlex
+@pytest.mark.parametrize("address, endpoint", [
+    ("10.0.0.1:6379", ("10.0.0.1", 6379)), ("ray://head.example:10001", ("head.example", 10001)),
+    ("[::1]:6379", ("::1", 6379)), ("auto", None), ("local", None)])
+def test_the_address_forms_ray_takes(address, endpoint):
+    from msbench.executors.ray_cluster import cluster_endpoint
 
-    from msbench.cli import build_parser
-    from msbench.runner import resume_command
+    assert cluster_endpoint(address) == endpoint
 
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("MSBENCH_EXECUTOR", raising=False)
-    given = ["run", "m.toml", "--target", "model:ascend910b", "--out", "o", "--run-id", "r", "--shard", "2/3",
-             "--timeout", "60", "--set", "batch_size=8", "--set", "amp_level=O2", "--allow-plugin", "a:B",
-             "--max-cells", "9", "--executor", "ray", "--address", "10.0.0.1:6379", "--trace-dir", "t",
-             "--wait-quiet", "5", "--quiet"]
-    parser = build_parser()
-    args = parser.parse_args(given)
-    line = resume_command(args, Path("o/r.jsonl"))
-    again = parser.parse_args(shlex.split(line)[1:])
-    assert again.resume and not args.resume
-    shaping = {k: v for k, v in vars(args).items() if k not in ("resume", "quiet")}
-    assert {k: v for k, v in vars(again).items() if k in shaping} == shaping
-    # an executor and cluster chosen by the environment are written out, so the line runs anywhere
-    monkeypatch.setenv("MSBENCH_EXECUTOR", "ray")
-    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.2:6379")
-    words = shlex.split(resume_command(parser.parse_args(["run", "m.toml"]), Path("results/runs/x.jsonl")))
-    assert words[words.index("--executor") + 1] == "ray" and words[words.index("--address") + 1] == "10.0.0.2:6379"
+
+@pytest.mark.parametrize("address", ["nonsense", "10.0.0.1", "10.0.0.1:", ":6379", "h:0", "h:70000", "h:port",
+                                     "http://h:1/x"])
+def test_a_malformed_address_is_refused_with_the_forms_allowed(address):
+    from msbench.executors.ray_cluster import cluster_endpoint
+
+    with pytest.raises(UserError, match=r"RAY_ADDRESS=.* is not allowed; allowed: host:port .*ray://host:port"):
+        cluster_endpoint(address, "RAY_ADDRESS")
+
+
+@pytest.mark.parametrize("where, args, env", [
+    ("--address='127.0.0.1:1': no Ray cluster answers there", ["--address", "127.0.0.1:1"], {}),
+    ("RAY_ADDRESS='nonsense' is not allowed; allowed: host:port", [], {"RAY_ADDRESS": "nonsense"})])
+def test_an_unreachable_or_malformed_address_is_one_line_and_exit_2_in_bounded_time(tmp_path, where, args, env):
+    """`ray.init` against a port nobody listens on waits for minutes, and a malformed $RAY_ADDRESS ended
+    in a traceback: both are one line, exit 2, run from outside the checkout."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("ray")
+    from msbench.resources import suite_path
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MSBENCH_EXECUTOR")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "msbench.cli", "run", str(suite_path("matrices/smoke.toml")),
+                           "--executor", "ray", "--out", str(tmp_path / "runs"), "--quiet", *args],
+                          env={**environ, **env}, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith(f"msbench run: error: {where}") and done.stderr.count("\n") == 1, done.stderr
+    assert elapsed < 30, elapsed
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())    # nothing was written
+
