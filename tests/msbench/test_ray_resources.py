@@ -109,3 +109,25 @@ def test_an_unreachable_or_malformed_address_is_one_line_and_exit_2_in_bounded_t
     assert elapsed < 30, elapsed
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())    # nothing was written
 
+
+
+def test_a_task_error_the_driver_cannot_read_is_that_cells_failed_record():
+    """The second guard: what run_on_node could not catch (or a result the driver cannot rebuild) reaches
+    `ray.get` as a RayError: it is the cell's `failed` record, never the driver's end."""
+    rex = pytest.importorskip("ray.exceptions")
+    from msbench.cell import Cell
+    from msbench.executors.ray_cluster import Attempt, RayExecutor, ray_errors
+    from msbench.matrix import Entry
+    from msbench.settings import make_settings
+
+    class NoCluster:
+        def get(self, ref):
+            raise rex.UnserializableException("Traceback (most recent call last):\n  NodeOnlyError: on a node")
+
+    executor = RayExecutor.__new__(RayExecutor)
+    executor.ray = NoCluster()
+    executor.oom_error, executor.lost_errors, executor.task_error = ray_errors()
+    cell = Cell(workload="resnet50", preset="tiny", overrides={}, settings=make_settings({}), target="model:ascend910b")
+    record = executor._outcome("ref", Attempt(Entry(cell=cell, status="ok"), Need()))
+    assert record.status == "failed" and record.provenance["node"] == "driver"
+    assert "UnserializableException" in record.reason and "NodeOnlyError: on a node" in record.reason
