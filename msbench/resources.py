@@ -14,7 +14,6 @@ import functools
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Mapping
 
 PACKAGES = ("msbench", "hardware", "workloads", "matrices")
 
@@ -42,7 +41,7 @@ def suite_name(path: Path | str) -> str | None:
     for package in PACKAGES:
         try:
             root = package_dir(package)
-        except ModuleNotFoundError:        # a copy of the suite without it (an old Ray job's py_modules)
+        except ModuleNotFoundError:        # a copy of the suite without that package
             continue
         if resolved == root or resolved.is_relative_to(root):
             return Path(package, resolved.relative_to(root)).as_posix()
@@ -57,22 +56,22 @@ def in_checkout_order(path: Path | str) -> Path:
     return package_dir("msbench").parent / name if name else Path(path)
 
 
-def package_roots(packages: Iterable[str] = PACKAGES) -> list[str]:
+def package_roots() -> list[str]:
     """The directories that hold the suite's packages, each once, for a child process's PYTHONPATH (one
     directory in a checkout or site-packages, one per package where Ray unpacked them)."""
     roots: list[str] = []
-    for package in packages:
+    for package in PACKAGES:
         root = str(package_dir(package).parent)
         if root not in roots:
             roots.append(root)
     return roots
 
 
-def child_pythonpath(*extra: str, environ: Mapping[str, str] | None = None) -> str:
+def child_pythonpath(*extra: str) -> str:
     """PYTHONPATH for a child that imports the suite: the directories of this process's packages (so the
     child runs the same code), then `extra` (e.g. the working directory, for a --allow-plugin module), then
     the current PYTHONPATH."""
-    current = (os.environ if environ is None else environ).get("PYTHONPATH")
+    current = os.environ.get("PYTHONPATH")
     parts: list[str] = []
     for part in [*package_roots(), *extra, *filter(None, (current or "").split(os.pathsep))]:
         if part not in parts:

@@ -71,12 +71,12 @@ def test_each_package_in_a_folder_of_its_own_answers_as_the_checkout(tmp_path):
     assert apart == here                 # same names, fingerprints and cache keys as the checkout
 
 
-def test_names_paths_and_the_childrens_pythonpath():
+def test_names_paths_and_the_childrens_pythonpath(monkeypatch):
     assert suite_path("hardware/profiles/ascend910b.toml").is_file()
     assert suite_path("hardware/calibration/data/public_gemm_tflops.csv").is_file()
     assert suite_path("matrices/smoke.toml").is_file()
     assert suite_name(suite_path("hardware/validation/published.toml")) == "hardware/validation/published.toml"
     assert suite_name(Path(sys.executable)) is None
     assert package_roots() == [str(ROOT)]            # the checkout: one folder holds the four packages
-    path = child_pythonpath("/somewhere", environ={"PYTHONPATH": f"/else{os.pathsep}{ROOT}"})
-    assert path.split(os.pathsep) == [str(ROOT), "/somewhere", "/else"]
+    monkeypatch.setenv("PYTHONPATH", f"/else{os.pathsep}{ROOT}")
+    assert child_pythonpath("/somewhere").split(os.pathsep) == [str(ROOT), "/somewhere", "/else"]
