@@ -15,7 +15,7 @@ from msbench.resources import PACKAGES, child_pythonpath, package_roots, suite_n
 ROOT = Path(__file__).resolve().parents[2]
 
 # What a node needs to answer the same as the checkout: the profiles a target name may name, the model's
-# fingerprint of a cell (sources, profile, calibration files), a graph's cache key and the robustness inputs.
+# fingerprint of a cell (sources, profile, calibration files), a graph's cache key, a digest over packages.
 PROBE = """
 import json, os
 from msbench.cell import Cell
@@ -27,7 +27,6 @@ from hardware.model.graph import PARSER_SOURCES
 from hardware.model.host_cost import calibration_hash
 from hardware.validation.cases import load_catalogue
 from msbench.cache import source_hash
-from msbench.report.uncertainty import INPUT_DIRS
 from workloads.registry import workload_sources
 
 cell = Cell(workload="resnet50", preset="tiny", overrides={}, settings=make_settings({}), target="model:ascend910b")
@@ -37,7 +36,8 @@ print(json.dumps({
     "target": check_target_name("model:ascend910b"),
     "fingerprint": resolve_target("model:ascend910b").fingerprint(cell),
     "graph_key": source_hash([*PARSER_SOURCES, *workload_sources("resnet50")]),
-    "robustness_inputs": files_digest([suite_path(d) for d in INPUT_DIRS]),
+    "digest": files_digest([suite_path(d) for d in ("workloads", "hardware/profiles", "msbench/report",
+                                                    "hardware/capabilities.py", "matrices")]),
     "host_cost": calibration_hash(),
     "cases": len(load_catalogue().cases),
     "smoke": suite_path("matrices/smoke.toml").read_text(),
