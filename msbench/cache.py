@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from msbench.child import ancestors, descendants
 from msbench.errors import UserError
+from msbench.resources import in_checkout_order
 
 CACHE_ENV = "MSBENCH_CACHE"
 LOCK_TIMEOUT_ENV = "MSBENCH_LOCK_TIMEOUT"
@@ -64,7 +65,7 @@ def file_hash(path: Path) -> str:
 def source_hash(paths: Iterable[Path]) -> str:
     """Hash of source files (e.g. a workload's package), so editing the network invalidates its entries."""
     digest = hashlib.sha256()
-    for path in sorted(Path(p) for p in paths):
+    for path in sorted((Path(p) for p in paths), key=in_checkout_order):     # as in the repository, wherever unpacked
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for f in files:
             if f.is_file() and f.suffix in (".py", ".toml"):

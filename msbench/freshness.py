@@ -15,21 +15,27 @@ from typing import Any, Callable, Iterable, Mapping
 
 from msbench.cache import content_key, file_hash
 from msbench.records import Record
+from msbench.resources import in_checkout_order, package_dir, suite_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = package_dir("msbench").parent     # names a file outside the suite's packages (a plugin's) relative to it
 Fingerprinter = Callable[[Any], "str | None"]
 
 
 def files_digest(paths: Iterable[Path]) -> str:
     """Hash of every file (any type, hidden and cache files aside) under the given files and folders, by
-    path relative to the repository and content: a new, removed or edited file changes it."""
+    name in the repository (`hardware/model/predict.py`, wherever the package was unpacked) and content: a
+    new, removed or edited file changes it."""
     digest = hashlib.sha256()
-    for path in sorted(Path(p) for p in paths):
+    for path in sorted((Path(p) for p in paths), key=in_checkout_order):
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for f in files:
             if f.is_file() and "__pycache__" not in f.parts and not f.name.startswith("."):
-                digest.update(os.path.relpath(f, ROOT).encode() + b"\0" + file_hash(f).encode())
+                digest.update(repository_name(f).encode() + b"\0" + file_hash(f).encode())
     return digest.hexdigest()[:20]
+
+
+def repository_name(path: Path) -> str:
+    return suite_name(path) or os.path.relpath(path, ROOT)
 
 
 def fingerprint(*parts: Any) -> str:

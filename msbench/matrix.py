@@ -18,6 +18,7 @@ from hardware.mindspore.accuracy import ACCURACY_SEEDS as DEFAULT_ACCURACY_SEEDS
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.names import check_name
+from msbench.resources import suite_path
 from msbench.scenario import DEFAULT_SCENARIO, check_scenario, scenario_refusal
 from msbench.settings import DEFAULTS, check_value, make_settings, recorded_settings
 from msbench.targets import check_target_name
@@ -27,7 +28,6 @@ TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_
             "base", "axes", "exclude", "include", "baseline", "scenario", "profile"}
 WORKLOAD_KEYS = {"name", "preset", "overrides", "recipe", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
-WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
 # A guard against a typo that multiplies a grid (59,049 cells from ten 3-valued axes): `--max-cells` raises it.
 MAX_CELLS = 5000
 
@@ -382,7 +382,7 @@ def _preset_names(workload: str) -> list[str]:
     if workload not in WORKLOADS:
         return list(get_workload(workload).presets())
     package = WORKLOADS[workload].split(":")[0].split(".")[1]
-    path = WORKLOADS_DIR / package / "presets.toml"
+    path = suite_path(f"workloads/{package}/presets.toml")
     if not path.exists():
         return []
     with open(path, "rb") as fh:

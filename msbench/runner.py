@@ -25,7 +25,7 @@ from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
 from msbench.outputs import check_dir
 from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
-from msbench.executors import CellJob, executor_name, open_executor
+from msbench.executors import CellJob, check_executor, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
 from msbench.names import check_name
@@ -33,6 +33,7 @@ from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
 from msbench.repeat import MeasuresInProcesses, run_in_processes
+from msbench.resources import child_pythonpath
 from msbench.settings import parse_assignments
 from msbench.stats import paired_delta_pp
 from msbench.store import DiskFullError, RunStore
@@ -115,7 +116,7 @@ def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeo
     request = json.dumps({"target": target_name, "options": dict(options), "plugins": list(plugins),
                           "cell": cell.to_dict()})
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = child_pythonpath(os.getcwd())   # a --allow-plugin module beside the suite's packages
     with ChildScope(f"msbench-{cell.id}-") as scope:
         result = scope.run([sys.executable, "-m", "msbench.worker"], input=request, env=env, timeout=timeout)
     out, err = result.stdout, result.stderr
@@ -254,6 +255,7 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if matrix.accuracy_knobs is not None:
         options["accuracy_knobs"] = matrix.accuracy_knobs
     jobs = jobs or default_jobs(matrix.targets, options, plugins)       # resolves every target before any file
+    check_executor(executor, address)                                   # and the cluster's address
     store = RunStore(path)
     with store.hold(resume):
         return _run_held(expansion, todo, store, resume, jobs, timeout, progress, plugins, options,
@@ -425,8 +427,13 @@ def run_command(args: argparse.Namespace) -> int:
 def resume_command(args: argparse.Namespace, path: Path) -> str:
     """The command line that continues this run."""
     words = ["msbench", "run", args.matrix, "--out", args.out, "--resume", "--run-id", path.stem]
+    chosen = executor_name(args.executor)     # also what $MSBENCH_EXECUTOR / $RAY_ADDRESS chose: the line runs anywhere
+    address = args.address or (os.environ.get("RAY_ADDRESS") if chosen == "ray" else None)
     for flag, value in (("--target", args.target), ("--shard", None if args.shard == "1/1" else args.shard),
-                        ("--jobs", args.jobs), ("--timeout", None if args.timeout == 1800.0 else args.timeout)):
+                        ("--jobs", args.jobs), ("--timeout", None if args.timeout == 1800.0 else args.timeout),
+                        ("--executor", chosen if args.executor or chosen != "local" else None),
+                        ("--address", address), ("--trace-dir", args.trace_dir),
+                        ("--wait-quiet", args.wait_quiet or None)):
         if value is not None:
             words += [flag, str(value)]
     for flag, values in (("--set", args.set), ("--allow-plugin", args.allow_plugin)):

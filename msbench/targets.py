@@ -6,13 +6,13 @@ A target name is data: `mindspore:<device>`, `model:<profile>` (a profile file),
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Protocol, runtime_checkable
 
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.plugins import TARGET_GROUP, import_object, registered
 from msbench.records import Record
+from msbench.resources import suite_path
 
 # "<kind>:<arg>" -> import path of a class constructed with the arg (e.g. model:ascend910b).
 TARGET_KINDS: dict[str, str] = {
@@ -20,7 +20,6 @@ TARGET_KINDS: dict[str, str] = {
     "model": "hardware.model.target:ModelTarget",
 }
 MINDSPORE_DEVICES = ("cpu", "ascend", "gpu")
-PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware" / "profiles"
 
 
 @runtime_checkable
@@ -41,7 +40,7 @@ class Target(Protocol):
 
 
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+    return sorted(p.stem for p in suite_path("hardware/profiles").glob("*.toml"))
 
 
 def check_target_name(name: object, where: str = "", plugins: Iterable[str] = ()) -> str:

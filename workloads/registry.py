@@ -23,10 +23,11 @@ from typing import Any, Iterable, Mapping
 
 from msbench.errors import ConfigError
 from msbench.plugins import SPEC, import_object, installed, registered
+from msbench.resources import suite_path
 from workloads.base import Workload
 
 WORKLOAD_GROUP = "msbench.workloads"
-WORKLOADS_DIR = Path(__file__).resolve().parent
+WORKLOADS_DIR = suite_path("workloads")
 # Modules of workloads/ that every training step uses: editing one changes every workload's cache keys.
 SHARED_SOURCES = tuple(WORKLOADS_DIR / name for name in ("train_step.py", "base.py", "pipeline.py"))
 MAX_CALIBRATION_HOPS = 4          # zoo adapter -> built-in workload -> the family's data workload, with room
@@ -127,7 +128,7 @@ def workload_sources(name: str) -> list[Path]:
     """What a workload's graphs, rows and records depend on: its own sources (a built-in family's package;
     a plugin's `source_files()`) plus the shared step builder, base and pipeline."""
     if name in WORKLOADS:
-        package = WORKLOADS_DIR.parent / Path(*WORKLOADS[name].split(":")[0].split(".")[:2])
+        package = suite_path("/".join(WORKLOADS[name].split(":")[0].split(".")[:2]))
         own = [package if package.is_dir() else package.with_suffix(".py")]
     else:
         own = list(get_workload(name).source_files())

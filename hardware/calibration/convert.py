@@ -23,7 +23,8 @@ import io
 import json
 import statistics
 import subprocess
-from pathlib import Path
+
+from msbench.resources import suite_path
 
 REPO = "github.com/Huawei-Performance-Model/Ascend-910B"
 # network name, batch -> run folder under application_test/. The BERT folders are named
@@ -56,7 +57,7 @@ RUNS = {
 DTYPE = {"NUMBER_TYPE_FLOAT": "fp32", "NUMBER_TYPE_FLOAT16": "fp16", "NUMBER_TYPE_INT16": "int16", "NUMBER_TYPE_INT32": "int32",
          "NUMBER_TYPE_UINT": "uint8", "NUMBER_TYPE_UINT8": "uint8", "NUMBER_TYPE_BEGIN": "bool"}
 FIELDS = ("network", "batch", "op_type", "block_dim", "count", "duration_us", "inputs", "outputs")
-OUT = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
+OUT = suite_path("hardware/calibration/data/an2022_ascend910_ops.csv")
 
 
 def git_show(git_dir: str, commit: str, path: str) -> str:

@@ -27,8 +27,9 @@ from hardware.calibration.derive import monotone, sig, step_table
 from hardware.model.compute import flops_work, matrix_tflops
 from hardware.model.llm.flash import forward_flops
 from hardware.model.profile import EfficiencyTable, HardwareProfile, KernelClasses
+from msbench.resources import suite_path
 
-FLASH_DATA = Path(__file__).resolve().parent / "data" / "public_flash_attention.csv"
+FLASH_DATA = suite_path("hardware/calibration/data/public_flash_attention.csv")
 FLASH_GRID = (0, 1024, 4096, 16384, 65536, 262144, 1048576)      # tile-equivalents per core
 # FlashAttention-2 backward over forward TFLOPS on one GPU, head dim 128, no causal mask, seq 2048:
 # 124.57 / 169.28 (RTX 4090, github.com/apache/tvm tl_doc/flash_perf.md at bd6f95705749439fea3600bf078bccc26b780cd9,

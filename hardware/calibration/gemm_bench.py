@@ -12,8 +12,9 @@ import csv
 from pathlib import Path
 
 from hardware.calibration.table import Row, Tensor
+from msbench.resources import suite_path
 
-GEMM_DATA = Path(__file__).resolve().parent / "data" / "public_gemm_tflops.csv"
+GEMM_DATA = suite_path("hardware/calibration/data/public_gemm_tflops.csv")
 
 
 def measured_rows(profile_name: str, path: Path = GEMM_DATA) -> list[Row]:

@@ -18,8 +18,9 @@ from typing import Sequence
 from hardware.model.compute import cost_work
 from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
 from hardware.model.profile import HardwareProfile
+from msbench.resources import suite_path
 
-DATA = Path(__file__).resolve().parent / "data" / "an2022_ascend910_ops.csv"
+DATA = suite_path("hardware/calibration/data/an2022_ascend910_ops.csv")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
                "bool": 1}
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}

@@ -28,6 +28,7 @@ from msbench.cache import cache_get, cache_lock, cache_put, cached, content_key,
 from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
+from msbench.resources import child_pythonpath, suite_path
 from msbench.settings import Settings, make_settings
 
 NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a run's numbers
@@ -36,7 +37,6 @@ NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a ru
 ACCURACY_SEEDS = 3               # tiny-preset runs per accuracy unless the matrix's `accuracy_seeds` says otherwise
 CACHE_KIND = "accuracy"
 RESULT_PREFIX = "MSBENCH_ACCURACY "
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -111,10 +111,10 @@ def workload_sources(workload: Any) -> list[Path]:
     import inspect
 
     module_file = Path(inspect.getfile(type(workload))).resolve()
-    in_family = module_file.parent.parent == ROOT / "workloads"
+    in_family = module_file.parent.parent == suite_path("workloads")
     own = [module_file.parent] if in_family else []
     own += [p for p in workload.source_files() if not (in_family and p.resolve().is_relative_to(module_file.parent))]
-    return [*own, *sorted((ROOT / "workloads").glob("*.py")), Path(__file__)]
+    return [*own, *sorted(suite_path("workloads").glob("*.py")), Path(__file__)]
 
 
 def accuracy_key(cell: Cell) -> str:
@@ -198,7 +198,7 @@ def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]
     """`python -m hardware.mindspore.accuracy` on the cells, one after another: their AccuracyResults as
     dicts. The child and its scratch directory die with this process (msbench.child)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = child_pythonpath(os.getcwd())
     # Each seed compiles afresh (a new network in the child): with MindSpore's compile cache shared by the seeds of one setting, the toy
     # workload's AMP O2 + dynamic loss scale run averaged 42% top-1 over seeds 1-3 from an empty cache
     # against > 55% compiled fresh (tests/hardware/test_mindspore_target.py), so a cached compile changes numerics.

@@ -24,6 +24,7 @@ from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.scenario import scenario_refusal
 from msbench.records import Metrics, Record, StepStats
+from msbench.resources import suite_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from hardware.mindspore.memory import MemoryReport
@@ -62,8 +63,8 @@ class MindSporeTarget:
         from msbench.freshness import files_digest, fingerprint, recorded_options
 
         here = Path(__file__).resolve().parent
-        sources = [*here.glob("*.py"), here.parent / "capabilities.py", here.parents[1] / "msbench" / "settings.py",
-                   here.parents[1] / "workloads" / "parallel_plan.py", *workload_sources(cell.workload)]
+        sources = [*here.glob("*.py"), here.parent / "capabilities.py", suite_path("msbench/settings.py"),
+                   suite_path("workloads/parallel_plan.py"), *workload_sources(cell.workload)]
         return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device,
                            recorded_options(self.accuracy, self.accuracy_seeds, self.accuracy_knobs,
                                             self.profile_dir is not None))

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from msbench.errors import UserError
+from msbench.resources import suite_path
 
-CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "calibration" / "host_cost.json"
+CALIBRATION_FILE = suite_path("hardware/calibration/host_cost.json")
 SCHEMA = 2                  # of the file; hardware/calibration/host_cost.py writes the same number
 REMEASURE = "msbench calibrate host --all"
 

@@ -27,9 +27,10 @@ from typing import Any, Mapping
 from hardware.model.calibration_file import load_calibration
 from hardware.model.profile import HardwareProfile
 from msbench.errors import UserError
+from msbench.resources import suite_path
 from msbench.settings import Settings
 
-CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "calibration" / "pipeline_modes.json"
+CALIBRATION_FILE = suite_path("hardware/calibration/pipeline_modes.json")
 SCHEMA = 1
 PIXELS_1080P = 1920 * 1080
 

@@ -29,8 +29,9 @@ from typing import Any, Mapping
 
 from hardware.model.tip_estimates import TIP_RANGES, TipEstimates
 from msbench.errors import ConfigError
+from msbench.resources import suite_path
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
+PROFILE_DIR = suite_path("hardware/profiles")
 
 
 @dataclass(frozen=True)

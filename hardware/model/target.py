@@ -20,9 +20,9 @@ from msbench.errors import ConfigError
 from msbench.records import Record
 
 
-HARDWARE_DIR = Path(__file__).resolve().parent.parent
-MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (HARDWARE_DIR / d for d in ("model", "mindspore", "calibration"))
-SPINE = (HARDWARE_DIR / "capabilities.py", HARDWARE_DIR.parent / "msbench" / "settings.py")
+from msbench.resources import suite_path
+MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (suite_path(f"hardware/{d}") for d in ("model", "mindspore", "calibration"))
+SPINE = (suite_path("hardware/capabilities.py"), suite_path("msbench/settings.py"))
 
 
 class ModelTarget:

@@ -23,8 +23,8 @@ from typing import Any, Sequence
 from msbench.cell import Cell
 from msbench.records import Record
 
-REPO = Path(__file__).resolve().parents[2]
-VALIDATION_MATRIX = REPO / "matrices" / "validation.toml"
+from msbench.resources import suite_path
+VALIDATION_MATRIX = suite_path("matrices/validation.toml")
 REAL_TARGET = "mindspore:cpu"
 RUN_ID = "validation-mindspore-cpu"
 GOALS = {"step_median_abs_error": 0.15, "step_spearman": 0.90, "memory_median_abs_error": 0.25}   # issue 11's

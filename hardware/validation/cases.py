@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from msbench.errors import ConfigError
+from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
 
-PUBLISHED = Path(__file__).with_name("published.toml")
+PUBLISHED = suite_path("hardware/validation/published.toml")
 # Published units and what they measure: a step time, samples per second over all devices, or tokens
 # per second (kept only on cases msbench cannot express: converting it needs the run's layout).
 UNITS = {"ms/step": "step", "img/s": "throughput", "sentences/s": "throughput", "samples/s": "throughput",

@@ -93,6 +93,18 @@ def check_address(executor: str, address: str | None) -> None:
         raise UserError(f"--address={address!r} is not allowed with --executor {executor}; allowed: with --executor ray")
 
 
+def check_executor(name: str | None, address: str | None) -> None:
+    """Refuse, before a run writes anything, an executor it cannot use: an unknown name, an address of no
+    form Ray takes ($RAY_ADDRESS too) or one where no cluster answers (a one-line error within seconds)."""
+    chosen = executor_name(name)
+    check_address(chosen, address)
+    cluster = address or os.environ.get("RAY_ADDRESS")
+    if chosen == "ray" and cluster:
+        from msbench.executors.ray_cluster import check_reachable
+
+        check_reachable(cluster, "--address" if address else "RAY_ADDRESS")
+
+
 @contextlib.contextmanager
 def open_executor(name: str | None, *, jobs: int, address: str | None = None) -> Iterator[Executor]:
     """The named executor for the block, closed after it (also on an interrupt)."""

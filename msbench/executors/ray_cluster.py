@@ -6,16 +6,25 @@ asks for every CPU of the cluster's largest node (it runs alone there, as `--job
 and the device model or any other target for one CPU. No target knows a cell's host memory before it
 runs, so none is requested. A cell no alive node can hold is refused up front, never left pending.
 
-Code and environment travel with the job: the driver's `msbench`, `hardware` and `workloads` packages
-(so a node runs the driver's commit, also under asv) and the driver's MSBENCH_* and threading variables.
+Code and environment travel with the job: the driver's `msbench`, `hardware`, `workloads` and `matrices`
+packages (so a node runs the driver's commit, also under asv; Ray unpacks each into a folder of its own,
+so the suite finds its files through msbench.resources) and the driver's MSBENCH_* and threading variables.
 A worker or node that dies is a retry (at most MAX_ATTEMPTS tries, counted in the record); a cell's own
-crash, timeout or OOM is a record from the task, as in a local run, and is not retried.
+crash, timeout or OOM is a record from the task, as in a local run, and is not retried; so is an exception
+of the task itself (a `failed` record with its traceback), never the driver's end.
+
+The address (`--address`, else $RAY_ADDRESS) is checked before Ray is asked: `ray.init` against a port
+nobody listens on waits for minutes, so an address of no form Ray takes, or one where nothing answers
+within CONNECT_TIMEOUT_S, is a one-line error.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import socket
+import time
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,6 +37,8 @@ from msbench.records import Record
 MAX_ATTEMPTS = 3            # tries of a cell whose worker or node died, the first one included
 POLL_S = 10.0               # how often a wait re-reads the cluster (a node may have died)
 DRIVER_FACTS = ("commit", "dirty", "msbench", "started")   # provenance the driver states, not the node
+CONNECT_TIMEOUT_S = 10.0    # how long an address may refuse or ignore a connection (a head still starting)
+ADDRESS_FORMS = "host:port (what `ray start --head` printed, e.g. 10.0.0.1:6379), ray://host:port, auto or local"
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,54 @@ def forwarded_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in ENV_KEYS or k.startswith("MSBENCH_")}
 
 
+def cluster_endpoint(address: str, where: str = "--address") -> tuple[str, int] | None:
+    """(host, port) that a cluster address names; None for `auto` and `local`, which Ray resolves on this
+    machine at once; a UserError for anything else."""
+    if address in ("auto", "local"):
+        return None
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host     # [IPv6]:port
+    if not sep or not host or "/" in rest or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"{where}={address!r} is not allowed; allowed: {ADDRESS_FORMS}")
+    return host, int(port)
+
+
+def check_reachable(address: str, where: str = "--address", timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """A UserError unless something accepts a connection at the address within `timeout` (a head that is
+    still starting is waited for)."""
+    endpoint = cluster_endpoint(address, where)
+    if endpoint is None:
+        return
+    deadline, last = time.monotonic() + timeout, ""
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection(endpoint, timeout=max(0.1, min(5.0, left))):
+                return
+        except OSError as err:
+            last = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        if time.monotonic() + 0.5 >= deadline:
+            raise UserError(f"{where}={address!r}: no Ray cluster answers there (last try: {last}, for "
+                            f"{timeout:g} s); allowed: a running cluster's {ADDRESS_FORMS}")
+        time.sleep(0.5)
+
+
+def ray_errors() -> tuple[type, tuple[type, ...], type]:
+    """What `ray.get` of a task may raise: (the memory monitor's kill, a lost worker or node: retried, any other
+    RayError: the task raised past run_on_node or its result cannot be rebuilt here)."""
+    from ray import exceptions as rex
+
+    return (rex.OutOfMemoryError,
+            (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError, rex.ObjectLostError,
+             rex.RaySystemError, rex.TaskUnschedulableError),
+            rex.RayError)
+
+
+def one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
+
+
 @functools.lru_cache(maxsize=1)
 def node_provenance() -> dict[str, Any]:
     """This node's facts (host, CPU, versions, environment), once per worker process."""
@@ -105,11 +164,18 @@ def node_provenance() -> dict[str, Any]:
 
 
 def run_on_node(job: CellJob, entry: Entry) -> Record:
-    """The Ray task: run the cell here and say where it ran."""
+    """The Ray task: run the cell here and say where it ran. An exception is the cell's `failed` record
+    with the node's traceback: an exception object may not survive the trip to the driver (one whose
+    class takes other arguments than its message arrives as Ray's UnserializableException)."""
     import ray
 
+    from msbench.runner import failure_record
+
     context = ray.get_runtime_context()
-    record = job(entry)
+    try:
+        record = job(entry)
+    except Exception:  # noqa: BLE001 - the cell's failure, recorded; the run goes on
+        record = failure_record(entry.cell, "failed", "ray task: " + traceback.format_exc())
     record.provenance = {**node_provenance(), "node": node_label(ray.util.get_node_ip_address(), context.get_node_id())}
     return record
 
@@ -139,26 +205,26 @@ class RayExecutor:
         except ImportError:
             raise UserError("--executor ray needs Ray; install it with: pip install 'msbench[ray]'") from None
         import hardware
+        import matrices
         import msbench
         import workloads
 
         self.ray, self.max_attempts = ray, max_attempts
-        runtime_env = {"py_modules": [msbench, hardware, workloads], "excludes": ["__pycache__"],
+        runtime_env = {"py_modules": [msbench, hardware, workloads, matrices], "excludes": ["__pycache__"],
                        "env_vars": forwarded_env()}
+        where = "--address" if address else "RAY_ADDRESS"
         address = address or os.environ.get("RAY_ADDRESS")      # Ray's own variable (msbench nightly sets it)
+        if address:
+            check_reachable(address, where)
         local = {} if address else {"include_dashboard": False}
         try:
             ray.init(address=address or "local", runtime_env=runtime_env, log_to_driver=False,
                      configure_logging=False, namespace="msbench", **local)
         except ConnectionError as err:
-            raise UserError(f"--address={address!r}: no Ray cluster answers there ({err}); allowed: the "
-                            "address `ray start --head` printed, e.g. 10.0.0.1:6379") from None
+            raise UserError(f"{where}={address!r}: no Ray cluster answers there ({one_line(err)}); allowed: "
+                            f"{ADDRESS_FORMS}") from None
         self.remote = ray.remote(run_on_node)
-        from ray import exceptions as rex
-
-        self.oom_error = rex.OutOfMemoryError
-        self.lost_errors = (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError,
-                            rex.ObjectLostError, rex.RaySystemError, rex.TaskUnschedulableError)
+        self.oom_error, self.lost_errors, self.task_error = ray_errors()
 
     def nodes(self) -> list[NodeCapacity]:
         return [NodeCapacity.from_ray(n) for n in self.ray.nodes() if n.get("Alive")]
@@ -221,6 +287,8 @@ class RayExecutor:
             lost = (f"ray: the task's worker or node died on each of {attempt.number} attempt(s)"
                     + (f" and {why}" if why else "") + f"; last error: {type(err).__name__}: {err}")
             return on_driver(failure_record(cell, "failed", lost))
+        except self.task_error as err:
+            return on_driver(failure_record(cell, "failed", f"ray: the task failed: {type(err).__name__}: {err}"))
 
     def _drop_unplaceable(self, pending: dict[Any, Attempt], done: Done) -> None:
         """Cells no alive node can hold any more (their kind of node died) are recorded, not left pending."""

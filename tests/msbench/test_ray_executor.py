@@ -2,7 +2,9 @@
 
 The head has 2 CPUs; the second node 1 CPU and `{"NPU": 8}`, standing in for an Ascend server. Every
 process a node starts is stopped by the fixture (its process group and its descendants), never any
-other Ray on this machine.
+other Ray on this machine. The nodes and every driver run in a folder outside the checkout, and the
+nodes' PYTHONPATH holds only the test targets: a task finds the suite through the packages the driver
+ships (py_modules, each unpacked into a folder of its own), as on a real cluster.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -22,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from msbench.resources import suite_path
 from msbench.runner import run_matrix
 from msbench.store import RunStore
 
@@ -32,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / "tests" / "support"
 RAY = Path(sys.executable).with_name("ray")
 TIMING = ("started_at", "duration_s")
+DRIVER_PATH = os.pathsep.join([str(ROOT), str(SUPPORT)])
 
 
 def free_port() -> int:
@@ -79,8 +84,18 @@ class Node:
 class Cluster:
     address: str
     temp_dir: Path
-    env: dict[str, str]
+    env: dict[str, str]                 # the nodes' (and a driver's, plus DRIVER_PATH)
     nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def outside(self) -> Path:
+        """Where nodes and drivers run: a folder outside the checkout."""
+        path = self.temp_dir / "elsewhere"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def driver_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**self.env, "PYTHONPATH": DRIVER_PATH, **(extra or {})}
 
     def start_node(self, *args: str) -> Node:
         log = self.temp_dir / f"node{len(self.nodes)}.log"
@@ -88,7 +103,8 @@ class Cluster:
                f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
                f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}", *args]
         with open(log, "w") as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env, cwd=self.outside,
+                                    start_new_session=True)
         node = Node(proc, log)
         self.nodes.append(node)
         return node
@@ -115,9 +131,9 @@ class Cluster:
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def msbench(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-        """`msbench ARGS --executor ray --address ...` as a child driver; it must succeed."""
+        """`msbench ARGS --executor ray --address ...` as a child driver, run outside the checkout; it must succeed."""
         cmd = [sys.executable, "-m", "msbench.cli", *args, "--executor", "ray", "--address", self.address, "--quiet"]
-        done = subprocess.run(cmd, env={**self.env, **(env or {})}, cwd=ROOT, capture_output=True, text=True,
+        done = subprocess.run(cmd, env=self.driver_env(env), cwd=self.outside, capture_output=True, text=True,
                               timeout=timeout)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done
@@ -163,8 +179,8 @@ def cluster():
     temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))      # short: Ray's socket paths have a limit
     token = temp_dir / "auth_token"                                    # this cluster's own token, not ~/.ray's
     token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "PYTHONPATH": str(SUPPORT)}
+    env.pop("RAY_ADDRESS", None)
     port = free_port()
     c = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp_dir, env=env)
     try:
@@ -198,8 +214,11 @@ def write_matrix(tmp_path: Path, name: str, target: str, axis: str, values: list
 
 
 def test_smoke_on_the_device_model_matches_a_local_run_cell_by_cell(cluster, tmp_path):
-    local = run_matrix(ROOT / "matrices/smoke.toml", out=tmp_path, run_id="local", progress=False)
-    cluster.msbench("run", "matrices/smoke.toml", "--out", str(tmp_path), "--run-id", "ray")
+    """The reported case: from outside the checkout, `--target model:ascend910b` on Ray was refused on the
+    nodes (the profiles were looked for beside an unpacked `msbench`) and the driver died with 0 records."""
+    smoke = suite_path("matrices/smoke.toml")
+    local = run_matrix(smoke, target="model:ascend910b", out=tmp_path, run_id="local", progress=False)
+    cluster.msbench("run", str(smoke), "--target", "model:ascend910b", "--out", str(tmp_path), "--run-id", "ray")
     remote = RunStore(tmp_path / "ray.jsonl").load()
     mine = {r.cell_id: comparable(r) for r in RunStore(local.path).load()}
     theirs = {r.cell_id: comparable(r) for r in remote}
@@ -208,6 +227,21 @@ def test_smoke_on_the_device_model_matches_a_local_run_cell_by_cell(cluster, tmp
     assert all(r.provenance["ray_attempts"] == 1 for r in remote)
     # The driver's threading reached the tasks (Ray would set OMP_NUM_THREADS=1 for a 1-CPU task).
     assert {r.provenance["env"].get("OMP_NUM_THREADS") for r in remote} == {os.environ["OMP_NUM_THREADS"]}
+
+
+def test_an_exception_in_a_task_is_that_cells_failed_record_not_the_drivers_end(cluster, tmp_path):
+    """Seed 7 raises in the task outside the target's run, an exception Ray cannot rebuild on the driver
+    (it arrived there as UnserializableException and ended the run with 0 records); seeds 1 and 8 are fine."""
+    path = write_matrix(tmp_path, "raises", "support_targets:RaisingOnNodeTarget", "seed", [7, 8])
+    cluster.msbench("run", str(path), "--out", str(tmp_path), "--run-id", "raises",
+                    "--allow-plugin", "support_targets:RaisingOnNodeTarget")
+    records = {r.cell.settings.seed: r for r in RunStore(tmp_path / "raises.jsonl").load()}
+    assert sorted(records) == [1, 7, 8] and records[1].status == records[8].status == "ok"
+    failed = records[7]
+    assert failed.status == "failed" and failed.provenance["ray_attempts"] == 1
+    assert "Traceback (most recent call last)" in failed.reason and "NodeOnlyError" in failed.reason
+    assert "scripted failure outside run on " in failed.reason and "supports" in failed.reason
+    assert failed.provenance["node"] in {label_of(n) for n in cluster.alive()}    # recorded where it ran
 
 
 def test_smoke_on_mindspore_cpu_measures_alone_on_the_largest_node(cluster, tmp_path):
@@ -253,7 +287,7 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
     run_file = tmp_path / "runs" / "faults.jsonl"
     cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "faults",
            "--executor", "ray", "--address", cluster.address, "--quiet", "--allow-plugin", "support_targets:GatedTarget"]
-    env = {**cluster.env, "MSBENCH_TEST_MARKS": str(marks), "MSBENCH_TEST_GATE": str(gate)}
+    env = cluster.driver_env({"MSBENCH_TEST_MARKS": str(marks), "MSBENCH_TEST_GATE": str(gate)})
     known = {n["NodeID"] for n in cluster.alive()}
     victim = cluster.start_node(f"--address={cluster.address}", "--num-cpus=1")
     victim_id = next(n["NodeID"] for n in cluster.wait_for(3) if n["NodeID"] not in known)
@@ -267,7 +301,8 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
         return [cell_id for seed, cell_id, node in (m.name.split(".") for m in marks.iterdir())
                 if (int(seed) >= 20) == gated and where(node) and cell_id not in done]
 
-    driver = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    driver = subprocess.Popen(cmd, env=env, cwd=cluster.outside, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
 
     def wait(what, check, timeout=240.0):
         deadline = time.time() + timeout
@@ -292,8 +327,17 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
             driver.wait()
     partial = recorded()
     assert len(partial) == len(workloads)                  # the baselines, none of the gated cells
+    # The printed line repeats what shapes the run: it resumes on the same cluster with the same plugin.
+    said = driver.stdout.read()
+    line = next(ln for ln in said.splitlines() if "resume with: " in ln)
+    resume = shlex.split(line.split("resume with: ", 1)[1])
+    for flag, value in (("--executor", "ray"), ("--address", cluster.address),
+                        ("--allow-plugin", "support_targets:GatedTarget"), ("--run-id", "faults")):
+        assert resume[resume.index(flag) + 1] == value, line
+    assert resume[:2] == ["msbench", "run"] and "--resume" in resume
     gate.touch()
-    done = subprocess.run(cmd + ["--resume"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "msbench.cli", *resume[1:]], env=env, cwd=cluster.outside,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     records = RunStore(run_file).load()
     ids = [r.cell_id for r in records]

@@ -64,3 +64,70 @@ def test_bad_executor_options_are_one_line_errors(tmp_path, capsys, monkeypatch)
     monkeypatch.setenv("MSBENCH_EXECUTOR", "slurm")
     assert main(["run", matrix, "--out", str(tmp_path)]) == 2
     assert "MSBENCH_EXECUTOR='slurm' is not allowed; allowed: local, ray" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("address, endpoint", [
+    ("10.0.0.1:6379", ("10.0.0.1", 6379)), ("ray://head.example:10001", ("head.example", 10001)),
+    ("[::1]:6379", ("::1", 6379)), ("auto", None), ("local", None)])
+def test_the_address_forms_ray_takes(address, endpoint):
+    from msbench.executors.ray_cluster import cluster_endpoint
+
+    assert cluster_endpoint(address) == endpoint
+
+
+@pytest.mark.parametrize("address", ["nonsense", "10.0.0.1", "10.0.0.1:", ":6379", "h:0", "h:70000", "h:port",
+                                     "http://h:1/x"])
+def test_a_malformed_address_is_refused_with_the_forms_allowed(address):
+    from msbench.executors.ray_cluster import cluster_endpoint
+
+    with pytest.raises(UserError, match=r"RAY_ADDRESS=.* is not allowed; allowed: host:port .*ray://host:port"):
+        cluster_endpoint(address, "RAY_ADDRESS")
+
+
+@pytest.mark.parametrize("where, args, env", [
+    ("--address='127.0.0.1:1': no Ray cluster answers there", ["--address", "127.0.0.1:1"], {}),
+    ("RAY_ADDRESS='nonsense' is not allowed; allowed: host:port", [], {"RAY_ADDRESS": "nonsense"})])
+def test_an_unreachable_or_malformed_address_is_one_line_and_exit_2_in_bounded_time(tmp_path, where, args, env):
+    """`ray.init` against a port nobody listens on waits for minutes, and a malformed $RAY_ADDRESS ended
+    in a traceback: both are one line, exit 2, run from outside the checkout."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("ray")
+    from msbench.resources import suite_path
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MSBENCH_EXECUTOR")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "msbench.cli", "run", str(suite_path("matrices/smoke.toml")),
+                           "--executor", "ray", "--out", str(tmp_path / "runs"), "--quiet", *args],
+                          env={**environ, **env}, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith(f"msbench run: error: {where}") and done.stderr.count("\n") == 1, done.stderr
+    assert elapsed < 30, elapsed
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())    # nothing was written
+
+
+
+def test_a_task_error_the_driver_cannot_read_is_that_cells_failed_record():
+    """The second guard: what run_on_node could not catch (or a result the driver cannot rebuild) reaches
+    `ray.get` as a RayError: it is the cell's `failed` record, never the driver's end."""
+    rex = pytest.importorskip("ray.exceptions")
+    from msbench.cell import Cell
+    from msbench.executors.ray_cluster import Attempt, RayExecutor, ray_errors
+    from msbench.matrix import Entry
+    from msbench.settings import make_settings
+
+    class NoCluster:
+        def get(self, ref):
+            raise rex.UnserializableException("Traceback (most recent call last):\n  NodeOnlyError: on a node")
+
+    executor = RayExecutor.__new__(RayExecutor)
+    executor.ray = NoCluster()
+    executor.oom_error, executor.lost_errors, executor.task_error = ray_errors()
+    cell = Cell(workload="resnet50", preset="tiny", overrides={}, settings=make_settings({}), target="model:ascend910b")
+    record = executor._outcome("ref", Attempt(Entry(cell=cell, status="ok"), Need()))
+    assert record.status == "failed" and record.provenance["node"] == "driver"
+    assert "UnserializableException" in record.reason and "NodeOnlyError: on a node" in record.reason

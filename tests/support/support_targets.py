@@ -146,3 +146,29 @@ class DeferringTarget(InlineTarget):
             raise KeyboardInterrupt
         DeferringTarget.log.append(("train", seed))
         record.metrics.accuracy = 0.5 + seed / 1000
+
+
+class NodeOnlyError(Exception):
+    """Takes two arguments, so Ray cannot rebuild it on the driver (UnserializableException)."""
+
+    def __init__(self, what: str, where: str) -> None:
+        super().__init__(f"{what} on {where}")
+        self.what, self.where = what, where
+
+
+class RaisingOnNodeTarget(InlineTarget):
+    """For executor tests: inside a Ray task, a cell of seed 7 raises outside the target's run (as a target that
+    cannot be built on a node does); on the driver, and for other seeds, it is an InlineTarget."""
+
+    def supports(self, cell: Cell) -> str | None:
+        if cell.settings.seed == 7 and in_ray_task():
+            raise NodeOnlyError("scripted failure outside run", running_node())
+        return super().supports(cell)
+
+
+def in_ray_task() -> bool:
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized() and ray.get_runtime_context().get_task_id() is not None
