@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench test clean
+.PHONY: setup bench test docs clean
 
 setup: $(STAMP)
 
@@ -27,9 +27,15 @@ bench: $(STAMP)
 # Two invocations: the suite on two pytest-xdist workers (speed claims skipped under --benchmark-disable;
 # most of its time is single-threaded compiles and child processes, so two workers use both cores), then
 # the speed claims alone, as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
-test: $(STAMP)
+test: $(STAMP) docs
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
+# The documentation site (site/, ignored; make test builds it first, in seconds): strict, so a broken
+# link or a page missing from the nav fails. The tables under docs/generated/ are written by
+# `python -m msbench.docs_gen` (a test checks they are current).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) .asv results/runs results/asv results/html .msbench-cache .msbench-data
+	rm -rf $(VENV) site .asv results/runs results/asv results/html .msbench-cache .msbench-data
