@@ -67,12 +67,12 @@ def fmt_count(n: int | None) -> str:
     return f"{n:,}"
 
 
-# The profile digest changes with every edit of a profile; the page leaves it out (`msbench list hardware`
-# prints it) so that a comment edit does not make the page stale.
+# The profile digest changes with every edit of a profile, a comment included; the Markdown table leaves it
+# out (the plain and --json listings print it) so that such an edit does not make the docs page stale.
 HARDWARE_HIDDEN = ("hash",)
 
 
-def hardware_markdown(hidden: Sequence[str] = ()) -> str:
+def hardware_markdown(hidden: Sequence[str] = HARDWARE_HIDDEN) -> str:
     """`msbench list hardware --md`."""
     from hardware.model.profile import list_profiles
 
@@ -110,9 +110,10 @@ PAGES: tuple[Page, ...] = (
          "and its meaning. Source: `msbench/settings.py` and `hardware/capabilities.py`.",
          knobs_markdown),
     Page("hardware.md", "Hardware profiles", "msbench list hardware --md",
-         "The device model's profiles (`hardware/profiles/*.toml`). `msbench list hardware` also prints each "
-         "profile's content hash, left out here.",
-         lambda: hardware_markdown(HARDWARE_HIDDEN)),
+         "The device model's profiles (`hardware/profiles/*.toml`): datasheet figures, memory and whether the "
+         "chip sinks whole graphs. `msbench list hardware` (plain or `--json`) also prints each profile's "
+         "content hash.",
+         hardware_markdown),
     Page("workloads.md", "Workload table", "msbench list workloads --md",
          "Parameters and forward GFLOPs per sample (2 x MAC) of the `full` preset, counted on the built "
          "MindSpore network (the LLM rows by the formulas in `workloads/transformer/config.py`).",
