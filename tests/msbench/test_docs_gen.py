@@ -45,3 +45,13 @@ def test_list_md_prints_the_tables_the_pages_hold(capsys):
 def test_a_table_cell_is_escaped_and_lists_are_joined():
     assert docs_gen.md_table(["a", "b"], [["x|y", [None, 1]], [None, "two\nlines"]]) == (
         "| a | b |\n|---|---|\n| x\\|y | none, 1 |\n|  | two lines |\n")
+
+
+def test_the_workload_page_lists_every_registered_workload():
+    """The sizes need compiles (regenerate the page); its rows must at least name every workload there is."""
+    from workloads.registry import WORKLOADS, ZOOS
+
+    page = (ROOT / docs_gen.GENERATED / "workloads.md").read_text()
+    names = [line.split("|")[1].strip().strip("`") for line in page.splitlines() if line.startswith("| `")]
+    assert names == [*WORKLOADS, *(f"{zoo}:<model>" for zoo in ZOOS)], (
+        "docs/generated/workloads.md is stale: regenerate with `python -m msbench.docs_gen workloads`")
