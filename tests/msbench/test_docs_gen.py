@@ -1,8 +1,10 @@
 """The docs' generated pages are what the code prints now: a stale committed page fails here (and so CI).
 
-Only the fast pages (knobs, hardware: no MindSpore) are checked here. The workload table compiles every full
-network once (minutes with a cold cache) and the validation tables predict every published run (minutes), so
-neither is in this test: regenerate them with `python -m msbench.docs_gen [--validation]`.
+The fast pages (knobs, hardware: no MindSpore) are compared whole. The workload table compiles every full
+network once (minutes with a cold cache), so only its list of names is checked here; the validation tables
+predict every published run (minutes) and are not checked. `python -m msbench.docs_gen --check workloads
+validation-ascend910a validation-ascend910b` compares them whole; `python -m msbench.docs_gen [--validation]`
+regenerates them.
 """
 
 from __future__ import annotations
