@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    if getattr(args, "md", False):
+    if args.md:
         from msbench.docs_gen import LIST_MARKDOWN
 
         print(LIST_MARKDOWN[args.what](), end="")

@@ -121,7 +121,8 @@ PAGES: tuple[Page, ...] = (
 )
 
 VALIDATION_PAGES: tuple[Page, ...] = tuple(
-    Page(f"validation-{profile}.md", f"Validation on published runs: {profile}", f"msbench validate --profile {profile}",
+    Page(f"validation-{profile}.md", f"Validation on published runs: {profile}",
+         f"msbench validate --profile {profile}",
          "The device model against published MindSpore-on-Ascend training runs "
          "(`hardware/validation/published.toml`). Regenerate with `python -m msbench.docs_gen --validation`.",
          lambda profile=profile: validation_markdown(profile), fast=False)
