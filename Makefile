@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench test docs clean
+.PHONY: setup bench lint test docs clean
 
 setup: $(STAMP)
 
@@ -24,14 +24,19 @@ bench: $(STAMP)
 	$(BIN)/msbench run $(MATRIX) --target $(TARGET) --resume --run-id nightly-$(subst :,-,$(TARGET))
 	$(BIN)/msbench report results/runs/nightly-$(subst :,-,$(TARGET)).jsonl --html results/report.html --md results/report.md
 
-# Two invocations: the suite on two pytest-xdist workers (speed claims skipped under --benchmark-disable;
+# The layers contract (pyproject.toml, [tool.importlinter]): application -> hardware -> workloads -> base, each
+# importing only the layers below it (imports inside functions too). `make test` runs it first.
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+# Then two invocations: the suite on two pytest-xdist workers (speed claims skipped under --benchmark-disable;
 # most of its time is single-threaded compiles and child processes, so two workers use both cores), then
 # the speed claims alone, as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
-test: $(STAMP) docs
+test: lint docs
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
-# The documentation site (site/, ignored; make test builds it first, in seconds): strict, so a broken
+# The documentation site (site/, ignored; make test builds it before the suite, in seconds): strict, so a broken
 # link or a page missing from the nav fails. The tables under docs/generated/ are written by
 # `python -m msbench.docs_gen` (a test checks they are current).
 docs: $(STAMP)

@@ -11,10 +11,10 @@ Refusal texts cite shared/reference/mindspore-2.10-cpu.md where they state MindS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
-from msbench.settings import DEFAULTS, KNOB_META, Settings
+from msbench.settings import DEFAULTS, KNOB_META, KNOB_TYPES, FloatRange, Settings, describe_allowed
 
 REAL_KINDS = ("mindspore:cpu", "mindspore:ascend", "mindspore:gpu")
 MODEL_KINDS = ("model:npu", "model:cpu")
@@ -115,7 +115,7 @@ EFFECTS: dict[str, dict[str, Effect]] = {
                    **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
 }
 
-PLAN = "hardware.mindspore.parallel_plan"
+PLAN = "workloads.parallel_plan"
 LLM_MODEL = "hardware.model.llm"
 EFFECTS.update({
     "tensor_parallel": {**{k: _apply(f"{PLAN}: column- then row-parallel shard() on the attention and FFN matmuls")
@@ -412,3 +412,20 @@ def _refused_here(cap: Capability) -> bool:
 
 def _text(value: Any) -> str:
     return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def knob_table() -> list[dict[str, Any]]:
+    """The knob table printed by `msbench list knobs`: one column per target kind from the capability
+    table (applied / modelled, with the values that kind refuses)."""
+    rows = []
+    for f in fields(Settings):
+        allowed = f.metadata["allowed"]
+        rows.append({
+            "name": f.name,
+            "type": KNOB_TYPES[f.name].__name__,
+            "default": f.default,
+            "allowed": (describe_allowed(allowed) if isinstance(allowed, (range, FloatRange)) else list(allowed)),
+            "help": f.metadata["help"],
+            "targets": {kind: summary(f.name, kind) for kind in KINDS},
+        })
+    return rows

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from msbench.child import ancestors, descendants
 from msbench.errors import UserError
 
 CACHE_ENV = "MSBENCH_CACHE"
@@ -107,19 +108,50 @@ def cache_put(kind: str, key: str, value: dict[str, Any]) -> None:
         raise UserError(f"cannot write the cache entry {path}: {why} (free space or set ${CACHE_ENV})") from None
 
 
-def lock_holder(path: Path) -> int | None:
-    """The PID holding a flock on `path`, from /proc/locks (Linux); None when unknown."""
+def lock_holders(path: Path) -> list[int]:
+    """The PIDs holding a flock on `path` (several for a shared lock), from /proc/locks (Linux); [] when unknown."""
+    holders = []
     try:
         inode = os.stat(path).st_ino
         for line in Path("/proc/locks").read_text().splitlines():
             fields = line.split()
             if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
                 continue
-            if int(fields[5].rsplit(":", 1)[-1]) == inode:
-                return int(fields[4])
+            if int(fields[5].rsplit(":", 1)[-1]) == inode and int(fields[4]) > 0:
+                holders.append(int(fields[4]))
     except (OSError, ValueError):
-        return None
-    return None
+        return []
+    return holders
+
+
+def lock_holder(path: Path) -> int | None:
+    """The PID holding a flock on `path`, from /proc/locks (Linux); None when unknown."""
+    return next(iter(lock_holders(path)), None)
+
+
+def held_by_own_tree(path: Path, holders: list[int]) -> bool:
+    """Whether this process's own tree (itself, its ancestors, its descendants: a run and its compile children)
+    holds the lock: a wait on ourselves is not news. With no holder known, whether one of them has it open."""
+    own = {os.getpid(), *descendants(os.getpid()), *ancestors(os.getpid())}
+    if holders:
+        return set(holders) <= own
+    try:
+        target = os.stat(path)
+    except OSError:
+        return False
+    for pid in own - {os.getpid()}:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                return True
+    return False
 
 
 def lock_timeout() -> float:
@@ -152,13 +184,14 @@ def file_lock(path: Path, mode: int = fcntl.LOCK_EX, timeout: float | None = Non
                 fcntl.flock(handle, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                holder = lock_holder(path)
-                who = f"PID {holder}" if holder else "another process"
+                holders = lock_holders(path)
+                who = f"PID {holders[0]}" if holders else "another process"
                 if time.monotonic() >= deadline:
                     raise UserError(f"timed out after {limit:g} s waiting for the lock on {path} held by {who}") from None
                 if not told:
-                    print(f"waiting for the lock on {path} held by {who} ...", file=sys.stderr)
                     told = True
+                    if not held_by_own_tree(path, holders):
+                        print(f"waiting for the lock on {path} held by {who} ...", file=sys.stderr)
                 time.sleep(0.1)
         try:
             yield

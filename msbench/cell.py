@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from msbench.errors import UserError
 from msbench.scenario import DEFAULT_SCENARIO, check_scenario
 from msbench.settings import Settings, recorded_settings
 
@@ -14,6 +15,22 @@ from msbench.settings import Settings, recorded_settings
 def canonical_json(obj: Any) -> str:
     """Key-order-independent JSON: the same value gives the same text on every machine."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
+    """`--override seq_len=512` -> {"seq_len": 512}: values are TOML literals, bare words are strings."""
+    import tomllib
+
+    out: dict[str, object] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--override={pair!r} is not allowed; allowed: FIELD=VALUE")
+        try:
+            out[name.strip()] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[name.strip()] = text
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,13 @@ reading a pipe only the parent holds. End of file without a "done" line means th
 kills the groups, runs the cleanup commands (e.g. stopping a daemonised dataset-cache server)
 and removes the paths. A pipe, not PR_SET_PDEATHSIG: the runner starts children from pool
 threads, and the death signal fires when the forking *thread* exits, not the process.
+
+A daemon a child starts (the dataset-cache server: `--start` forks it into a session of its own and
+exits) is in none of our groups and, re-parented to init, no descendant of ours either. Every child a
+scope starts carries the scope's random token in its environment (SCOPE_ENV), and a daemon inherits
+it: a scope left by an exception, and the watchdog after its cleanup commands, kill the processes that
+carry the token. Only those: a process that merely looks the same (another user's server on the same
+binary) is never signalled.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Mapping, Sequence
 
 CLEANUP_RETRY_S = 10.0      # within the 20 s tests/msbench/test_faults.py allows the whole cleanup
+SCOPE_ENV = "MSBENCH_CHILD_SCOPES"     # the tokens of the scopes a process descends from, comma-separated
 _LIVE: set["ChildScope"] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -58,14 +67,14 @@ class ChildScope:
     (None when `scratch_prefix` is None). `cleanup` commands run if the parent dies inside the scope, each
     retried until it exits 0 for CLEANUP_RETRY_S (a daemon the parent was starting as it died, such as a
     dataset-cache server whose process exists before it listens, refuses the first stop); then every process
-    whose argv holds all the words of one `kill_matching` entry is killed (such a server still refused its
-    stop after 10 s once, under load in CI, and outlived its cell)."""
+    carrying the scope's token is killed (such a server still refused its stop after 10 s once, under load in
+    CI, and outlived its cell)."""
 
     def __init__(self, scratch_prefix: str | None = None, cleanup: Sequence[Sequence[str]] = (),
-                 cleanup_env: Mapping[str, str] | None = None, kill_matching: Sequence[Sequence[str]] = ()) -> None:
+                 cleanup_env: Mapping[str, str] | None = None) -> None:
         self.scratch_prefix = scratch_prefix
         self.cleanup = [list(c) for c in cleanup]
-        self.kill_matching = [list(words) for words in kill_matching]
+        self.token = uuid.uuid4().hex
         self.cleanup_env = dict(cleanup_env) if cleanup_env is not None else None
         self.scratch: Path | None = None
         self._groups: set[int] = set()
@@ -76,13 +85,15 @@ class ChildScope:
     def __enter__(self) -> "ChildScope":
         if self.scratch_prefix is not None:
             self.scratch = Path(tempfile.mkdtemp(prefix=self.scratch_prefix))
+        env = dict(self.cleanup_env if self.cleanup_env is not None else os.environ)
+        env.pop(SCOPE_ENV, None)             # the watchdog and its commands carry no token: no sweep kills them
         read_end, self._pipe = os.pipe()
         spec = {"paths": [str(self.scratch)] if self.scratch else [], "commands": self.cleanup,
-                "kill_matching": self.kill_matching}
+                "token": self.token}
         try:
             self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(spec)],
                                               stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                              env=self.cleanup_env, start_new_session=True)
+                                              env=env, start_new_session=True)
         except BaseException:
             os.close(self._pipe)
             self._pipe = None
@@ -117,7 +128,9 @@ class ChildScope:
     def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
               **popen: object) -> subprocess.Popen[str]:
         """Start without waiting (a server); the scope's exit kills its group."""
-        proc = subprocess.Popen(list(argv), env=dict(env) if env is not None else None,
+        env = dict(env if env is not None else os.environ)
+        env[SCOPE_ENV] = ",".join(filter(None, [env.get(SCOPE_ENV), self.token]))
+        proc = subprocess.Popen(list(argv), env=env,
                                 cwd=str(cwd or self.scratch or os.getcwd()), text=True, start_new_session=True,
                                 **popen)  # type: ignore[call-overload]
         with self._lock:
@@ -149,6 +162,8 @@ class ChildScope:
         with _LIVE_LOCK:
             _LIVE.discard(self)
         self.kill()
+        if kind is not None:                 # interrupted (SIGTERM, SIGINT, an error): daemons it started too
+            kill_carrying(self.token)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         self._tell("done")
@@ -173,19 +188,19 @@ def kill_live_children() -> None:
 def _killpg(pgid: int, tree: bool = True) -> None:
     """SIGKILL the group and (`tree`) every descendant of its live leader, found before the first kill (once
     the leader is gone its children are re-parented and can no longer be found)."""
-    descendants = _descendants(pgid) if tree else []
+    found = descendants(pgid) if tree else []
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in descendants:
+    for pid in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """Every live descendant of `root`, from the parent links in /proc (Linux; nothing elsewhere)."""
     children: dict[int, list[int]] = {}
     try:
@@ -193,21 +208,35 @@ def _descendants(root: int) -> list[int]:
     except OSError:
         return []
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])     # after "pid (comm) state"
-        children.setdefault(ppid, []).append(int(entry))
+        ppid = parent_of(entry) if entry.isdigit() else None
+        if ppid is not None:
+            children.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
             found.append(child)
             todo.append(child)
     return found
+
+
+def ancestors(pid: int) -> list[int]:
+    """`pid`'s parent, its parent's parent... up to (not counting) PID 1, from /proc (Linux; nothing elsewhere)."""
+    found = []
+    parent = parent_of(pid)
+    while parent is not None and parent > 1:
+        found.append(parent)
+        parent = parent_of(parent)
+    return found
+
+
+def parent_of(pid: int | str) -> int | None:
+    """The parent PID of a live process, from /proc/PID/stat (None when gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[1])     # after "pid (comm) state"
 
 
 def _watch(spec_text: str) -> int:
@@ -242,27 +271,37 @@ def _watch(spec_text: str) -> int:
             if done or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-    for words in spec["kill_matching"]:
-        for pid in _pids_with_argv(words):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    kill_carrying(spec["token"])
     for path in spec["paths"]:
         shutil.rmtree(path, ignore_errors=True)
     return 0
 
 
-def _pids_with_argv(words: Sequence[str]) -> list[int]:
-    """Processes whose argv holds every one of `words` as a whole argument (Linux /proc; none elsewhere)."""
+def kill_carrying(token: str) -> None:
+    """SIGKILL every process whose environment carries the scope `token` (our descendants, daemonised or not;
+    Linux /proc, nothing elsewhere). Another user's processes cannot be read unless we are root, and never
+    carry the token: they are never signalled."""
+    for pid in carrying(token):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def carrying(token: str) -> list[int]:
+    """The live processes whose environment (as they were started) holds `token` in SCOPE_ENV."""
     found = []
+    key = SCOPE_ENV.encode() + b"="
     for entry in Path("/proc").glob("[0-9]*") if Path("/proc").is_dir() else []:
         try:
-            argv = entry.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")
+            environ = entry.joinpath("environ").read_bytes()
         except OSError:
             continue
-        if all(word in argv for word in words) and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
+        for var in environ.split(b"\0"):
+            if var.startswith(key) and token.encode() in var[len(key):].split(b","):
+                if int(entry.name) != os.getpid():
+                    found.append(int(entry.name))
+                break
     return found
 
 

@@ -19,10 +19,10 @@ HANDLERS: dict[str, str] = {
     "list": "msbench.cli:list_command",
     "matrix": "msbench.cli:matrix_command",
     "run": "msbench.runner:run_command",
-    "measure": "hardware.mindspore.cli:measure_command",
-    "predict": "hardware.model.cli:predict_command",
+    "measure": "msbench.commands.measure:measure_command",
+    "predict": "msbench.commands.predict:predict_command",
     "validate": "hardware.model.validate:validate_command",
-    "calibrate": "hardware.calibration.cli:calibrate_command",
+    "calibrate": "msbench.commands.calibrate:calibrate_command",
     "report": "msbench.report.cli:report_command",
     "compare": "msbench.compare:compare_command",
     "nightly": "msbench.nightly:nightly_command",
@@ -59,25 +59,9 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
                    help="Ray cluster address (with --executor ray; default: start a local Ray instance)")
 
 
-def parse_overrides(pairs: Sequence[str]) -> dict[str, object]:
-    """`--override seq_len=512` -> {"seq_len": 512}: values are TOML literals, bare words are strings."""
-    import tomllib
-
-    out: dict[str, object] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name.strip():
-            raise UserError(f"--override={pair!r} is not allowed; allowed: FIELD=VALUE")
-        try:
-            out[name.strip()] = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[name.strip()] = text
-    return out
-
-
 def cell_from_args(args: argparse.Namespace, target: str):
     """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
-    from msbench.cell import Cell
+    from msbench.cell import Cell, parse_overrides
     from msbench.settings import make_settings, parse_assignments
     from msbench.plugins import check_spec
     from workloads.registry import check_workload
@@ -86,8 +70,7 @@ def cell_from_args(args: argparse.Namespace, target: str):
     settings = make_settings(parse_assignments(args.set), where="--set")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
-        from hardware.model.cli import default_preset
-        from hardware.model.profile import load_profile
+        from hardware.model.profile import default_preset, load_profile
 
         preset = default_preset(load_profile(target.partition(":")[2]))
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
@@ -182,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
+    p.add_argument("--locked", action="store_true",
+                   help="published runs: report the locked part, held out of model work (default: the development part)")
 
     p = sub.add_parser("report", help="tables and plots from records (and asv results)")
     p.add_argument("inputs", nargs="+", help="run files or directories")
@@ -215,7 +200,7 @@ def list_command(args: argparse.Namespace) -> int:
         print(LIST_MARKDOWN[args.what](), end="")
         return 0
     if args.what == "knobs":
-        from msbench.settings import knob_table
+        from hardware.capabilities import knob_table
 
         rows = knob_table()
         if args.json:
@@ -226,7 +211,7 @@ def list_command(args: argparse.Namespace) -> int:
                         [[r["name"], r["type"], r["default"], r["allowed"], *r["targets"].values(), r["help"]]
                          for r in rows])
         return 0
-    fn = {"workloads": "workloads.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
+    fn = {"workloads": "msbench.commands.summary:list_workloads", "hardware": "hardware.model.profile:list_profiles"}
     rows = import_object(fn[args.what])()  # type: ignore[operator]
     if args.json:
         print(json.dumps(rows, indent=2))

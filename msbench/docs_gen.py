@@ -1,11 +1,13 @@
 """The documentation's generated pages: every table the code can print is written by the command that
 prints it, never typed. `python -m msbench.docs_gen` rewrites `docs/generated/*.md`; `--check` writes
-nothing and exits 1 naming each page that differs from what the code prints now (the test suite runs it
-on the fast pages, so a stale page fails CI).
+nothing and exits 1 naming each page that differs from what the code prints now. The test suite
+(tests/msbench/test_docs_gen.py) compares the fast pages whole and the workload page but for its sizes, so
+such a stale page fails CI.
 
 Fast pages (seconds, no MindSpore): knobs, hardware. The workloads page builds and compiles each full
 network once (cached by content key in `$MSBENCH_CACHE`, minutes cold). The validation pages
-(`--validation`) predict every published Ascend run (minutes cold) and are never part of the default set.
+(`--validation`) predict the development part of the published Ascend runs (minutes cold) and are never
+part of the default set; the locked part is held out and never written here.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def knobs_markdown() -> str:
     """`msbench list knobs --md`."""
-    from msbench.settings import knob_table
+    from hardware.capabilities import knob_table
 
     rows = knob_table()
     kinds = list(rows[0]["targets"])
@@ -50,7 +52,7 @@ def knobs_markdown() -> str:
 
 def workloads_markdown() -> str:
     """`msbench list workloads --md` (builds each full network once; cached)."""
-    from workloads.summary import list_workloads
+    from msbench.commands.summary import list_workloads
 
     rows = list_workloads()
     columns = ["name", "family", "presets", "input_shape", "params", "gflops", "metric", "source"]
@@ -107,7 +109,7 @@ PAGES: tuple[Page, ...] = (
     Page("knobs.md", "Knob table", "msbench list knobs --md",
          "Every knob with its type, MindSpore default, allowed values, what each target kind does with it "
          "(`applied`: a MindSpore call; `modelled`: a device-model input; otherwise the values refused there) "
-         "and its meaning. Source: `msbench/settings.py` and `hardware/capabilities.py`.",
+         "and its meaning. Source: `msbench/settings.py` (the knobs) and `hardware/capabilities.py` (what each target does).",
          knobs_markdown),
     Page("hardware.md", "Hardware profiles", "msbench list hardware --md",
          "The device model's profiles (`hardware/profiles/*.toml`): datasheet figures, memory and whether the "
@@ -123,8 +125,9 @@ PAGES: tuple[Page, ...] = (
 VALIDATION_PAGES: tuple[Page, ...] = tuple(
     Page(f"validation-{profile}.md", f"Validation on published runs: {profile}",
          f"msbench validate --profile {profile}",
-         "The device model against published MindSpore-on-Ascend training runs "
-         "(`hardware/validation/published.toml`). Regenerate with `python -m msbench.docs_gen --validation`.",
+         "The device model against the development part of the published MindSpore-on-Ascend training runs "
+         "(`hardware/validation/published.toml`; the locked part, `--locked`, is held out and not published "
+         "here). Regenerate with `python -m msbench.docs_gen --validation`.",
          lambda profile=profile: validation_markdown(profile), fast=False)
     for profile in ("ascend910a", "ascend910b"))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from hardware.mindspore.accuracy import ACCURACY_SEEDS as DEFAULT_ACCURACY_SEEDS
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.names import check_name
@@ -24,7 +25,6 @@ from msbench.targets import check_target_name
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "accuracy_knobs", "workloads",
             "base", "axes", "exclude", "include", "baseline", "scenario", "profile"}
-DEFAULT_ACCURACY_SEEDS = 3     # tiny-preset accuracy runs per cell unless `accuracy_seeds` says otherwise
 WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"

@@ -16,6 +16,8 @@ import argparse
 import contextlib
 import fcntl
 import os
+import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -30,6 +32,7 @@ from msbench.executors import executor_env
 from msbench.gitrepo import first_parent_history, git, is_shallow, repo_root, rev_parse
 
 BRANCH = "main"
+DEFAULT_TARGET = "model:ascend910b"             # benchmarks/__init__.py's
 RESULTS_DIR, HTML_DIR, RUNS_DIR = Path("results/asv"), Path("results/html"), Path("results/runs")
 MODEL_MACHINE = ["--os", "any", "--arch", "any", "--cpu", "msbench device model", "--num_cpu", "1", "--ram", "0"]
 
@@ -126,6 +129,35 @@ def write_report(repo: Path, runs: Path) -> int:
     return int(handler(args) or 0)  # type: ignore[operator]
 
 
+def check_python(python: str | None, where: str) -> None:
+    """The interpreter asv's existing environment runs: found, and it imports asv_runner (asv would fail inside
+    every commit's run and end with "`asv publish` failed", hiding why)."""
+    if python is None:
+        return
+    found = shutil.which(python)
+    why = "not an executable file" if found is None else None
+    if found is not None:
+        try:
+            proc = subprocess.run([found, "-c", "import asv_runner"], capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                why = f"`{python} -c 'import asv_runner'` failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+        except (OSError, subprocess.TimeoutExpired) as err:
+            why = f"it does not run ({err})"
+    if why:
+        raise UserError(f"{where}={python!r} is not allowed; allowed: a Python interpreter with MindSpore and "
+                        f"asv_runner ({why})")
+
+
+def check_target(name: str) -> None:
+    """$MSBENCH_TARGET as benchmarks/__init__.py will resolve it (with $MSBENCH_ALLOW_PLUGINS), before asv runs."""
+    from msbench.targets import TARGET_KINDS, check_target_name, resolve_target
+
+    plugins = tuple(p.strip() for p in os.environ.get("MSBENCH_ALLOW_PLUGINS", "").split(",") if p.strip())
+    check_target_name(name, "$MSBENCH_TARGET", plugins)
+    if name.partition(":")[0] not in TARGET_KINDS:
+        resolve_target(name, plugins)                  # a plugin: it must be a target class
+
+
 def nightly_command(args: argparse.Namespace) -> int:
     repo = repo_root(Path.cwd())
     if not (repo / "asv.conf.json").is_file():
@@ -134,6 +166,9 @@ def nightly_command(args: argparse.Namespace) -> int:
         raise UserError(f"{repo} is a shallow clone: asv needs the full history (run `git fetch --unshallow`, "
                         "or check out with fetch-depth: 0)")
     executor_env(args.executor, args.address)          # refuse a bad --executor/--address before asv starts
+    check_python(args.python or os.environ.get("MSBENCH_ASV_PYTHON"),
+                 "--python" if args.python else "$MSBENCH_ASV_PYTHON")
+    check_target(os.environ.get("MSBENCH_TARGET", DEFAULT_TARGET))
     if args.max_commits < 0:
         raise UserError(f"--max-commits={args.max_commits} is not allowed; allowed: 0 (all) or a positive count")
     with exclusive(repo):
@@ -149,7 +184,7 @@ def run_nightly(repo: Path, args: argparse.Namespace) -> int:
         if since not in history:
             raise UserError(f"--since={args.since!r} is not a commit on {BRANCH}'s first-parent history")
     machine = args.machine
-    target = os.environ.get("MSBENCH_TARGET", "model:ascend910b")
+    target = os.environ.get("MSBENCH_TARGET", DEFAULT_TARGET)
     done = result_commits(repo / RESULTS_DIR, machine)
     plan = plan_commits(history, done, since, args.max_commits)
     print(f"msbench nightly: machine {machine}, target {target}: {len(plan.commits)} commit(s) {plan.note}"

@@ -11,6 +11,7 @@ from msbench.cell import Cell
 
 SCHEMA = 2                 # 2: `fingerprint` (what produced the numbers); see MIGRATIONS
 STATUSES = ("ok", "oom", "failed", "timeout", "unsupported", "invalid")
+MAX_DEPTH = 64             # a record nests ~6 levels; a deeper line is refused before anything recurses on it
 
 
 def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +136,8 @@ class Record:
         cell = Cell.from_dict(data["cell"])
         if data.get("cell_id", cell.id) != cell.id:
             raise ValueError(f"cell_id={data['cell_id']!r} does not match its cell (computed {cell.id})")
+        if data["cell"].get("id", cell.id) != cell.id:
+            raise ValueError(f"cell.id={data['cell']['id']!r} does not match its cell (computed {cell.id})")
         return cls(
             cell=cell,
             status=data["status"],
@@ -150,7 +153,14 @@ class Record:
 
     @classmethod
     def from_json_line(cls, line: str) -> "Record":
-        return cls.from_dict(json.loads(line))
+        try:
+            data = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+        check_depth(data)
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {type(data).__name__}, not an object")
+        return cls.from_dict(data)
 
     def flat(self) -> dict[str, Any]:
         """One flat row for pandas: cell fields, knobs (all of them), metrics.* and a few provenance keys."""
@@ -175,3 +185,14 @@ class Record:
             else:
                 row[key] = value
         return row
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse JSON nested deeper than `limit` (walked without recursion), so no reader dies of RecursionError."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise ValueError(f"nested deeper than {limit} levels")
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from msbench.cell import Cell
 from msbench.child import ChildScope, Terminated
 from msbench.errors import UserError
+from msbench.outputs import check_dir
+from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
 from msbench.executors import CellJob, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
@@ -214,16 +216,6 @@ def profile_root(run_path: Path) -> Path:
     return run_path.resolve().with_name(f"{run_path.stem}.profiles")
 
 
-def check_out_dir(out: Path) -> Path:
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out={str(out)!r} is not allowed; allowed: a directory (this is a file)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"--out={str(out)!r}: cannot create the directory ({err.strerror})") from None
-    return out
-
-
 def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str | Path = "results/runs",
                run_id: str | None = None, resume: bool = False, jobs: int | None = None, shard: str = "1/1",
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
@@ -243,16 +235,18 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     if trace_dir is not None and not all(t.startswith("model:") for t in matrix.targets):
         raise UserError(f"--trace-dir={str(trace_dir)!r} is not allowed for targets {', '.join(matrix.targets)}; "
                         "allowed: model:<profile> targets (a trace is of a predicted step)")
+    if trace_dir is not None:
+        check_dir("--trace-dir", trace_dir)        # before any cell: a bad one would fail every cell
     expansion = matrix.expand(max_cells)
     shard_ij = parse_shard(shard)
-    out = check_out_dir(Path(out))
+    out = check_dir("--out", out)
     label = target or "+".join(matrix.targets)
     path = out / f"{run_id}.jsonl" if run_id else default_run_path(out, matrix.name, label, shard_ij, resume)
     todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
     if not todo:
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")
-    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir else {})}
+    options: dict[str, Any] = {"accuracy": matrix.accuracy, **({"trace_dir": str(trace_dir)} if trace_dir is not None else {})}
     if matrix.accuracy:
         options["accuracy_seeds"] = matrix.accuracy_seeds
     if matrix.profile:                  # the Profiler's folders beside the run file: <run>.profiles/<cell id>/
@@ -272,10 +266,13 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     """The run proper, while this process holds the run file."""
     path = store.path
     done = {r.cell_id: r for r in store.load(repair=True)} if resume else {}
-    fingerprint_of = fingerprinter({name: resolve_target(name, plugins, **options)
-                                    for name in expansion.matrix.targets})
+    targets = {name: resolve_target(name, plugins, **options) for name in expansion.matrix.targets}
+    fingerprint_of = fingerprinter(targets)
+    defer = deferring(targets, options)                     # predictions first, the accuracy trainings after
     stale = stale_records(todo, done, fingerprint_of)       # recorded, but made by inputs that changed since
     pending = [e for e in todo if e.cell.id not in done or e.cell.id in stale]
+    in_todo = {e.cell.id for e in todo}
+    untrained = [r for r in done.values() if defer and is_pending(r) and r.cell_id in in_todo and r.cell_id not in stale]
     pending.sort(key=lambda e: not e.baseline)          # baselines first: their accuracy anchors the deltas
     if stale and progress:
         print(rerun_line(len(stale)))
@@ -284,29 +281,47 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     baselines = {r.cell_id: r for r in done.values()}
     written: list[Record] = []
 
-    def finish(entry: Entry, record: Record) -> None:
+    def with_delta(entry: Entry, record: Record) -> None:
         base_cell = expansion.baseline_of(entry.cell)
         if not entry.baseline and base_cell is not None:
             with_accuracy_delta(record, baselines.get(base_cell.id))
         elif entry.baseline:
             with_accuracy_delta(record, record)
-        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
-        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
         store.append(record)
         if entry.baseline:
             baselines[entry.cell.id] = record
+
+    def finish(entry: Entry, record: Record) -> None:
+        record.run_id, record.provenance = run_name, {**provenance, **record.provenance}   # + where it ran
+        record.fingerprint = None if entry.status == "invalid" else fingerprint_of(entry.cell)
+        if defer:
+            mark_pending(record)
+        with_delta(entry, record)
         written.append(record)
         advance(record)
 
+    entries = {e.cell.id: e for e in todo}
+
     first = [e for e in pending if e.baseline]
     rest = [e for e in pending if not e.baseline]
-    job = CellJob(options=options, timeout=timeout, plugins=plugins, wait_quiet_s=wait_quiet_s)
+    job = CellJob(options={**options, "defer_accuracy": True} if defer else options, timeout=timeout, plugins=plugins,
+                  wait_quiet_s=wait_quiet_s)
     try:
         with open_executor(executor, jobs=jobs, address=address) as cells, \
                 progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
             cells.prepare(pending, job, announce=print if progress else lambda line: None)
             for batch in (first, rest):
                 cells.run(batch, job, finish)
+        to_train = untrained + [r for r in written if is_pending(r)]
+        if to_train:
+            if progress:
+                print("predictions (accuracy follows):")
+                print_summary(expansion, list(done.values()) + written, path)
+            bar = progress and sys.stdout.isatty()         # a log or a pipe gets a line now and then instead
+            with progress_bar(len(to_train), 0, path, enabled=bar) as advance:
+                add_accuracies(to_train, targets, lambda r: entries[r.cell_id].baseline,
+                               lambda r: with_delta(entries[r.cell_id], r),
+                               advance if bar or not progress else Lines(len(to_train), "accuracy"))
     except DiskFullError:
         raise UserError(f"disk full after {len(done) + len(written)} of {len(todo)} cells; records so far are "
                         f"intact in {path}; free space and rerun with --resume") from None

@@ -270,22 +270,3 @@ def recorded_settings(values: Mapping[str, Any], where: str = "") -> Settings:
     for name, default in DEFAULTS.items():
         object.__setattr__(settings, name, values.get(name, default))
     return settings
-
-
-def knob_table() -> list[dict[str, Any]]:
-    """The knob table printed by `msbench list knobs`: one column per target kind from the capability
-    table (applied / modelled, with the values that kind refuses)."""
-    from hardware.capabilities import KINDS, summary
-
-    rows = []
-    for f in fields(Settings):
-        allowed = f.metadata["allowed"]
-        rows.append({
-            "name": f.name,
-            "type": KNOB_TYPES[f.name].__name__,
-            "default": f.default,
-            "allowed": (describe_allowed(allowed) if isinstance(allowed, (range, FloatRange)) else list(allowed)),
-            "help": f.metadata["help"],
-            "targets": {kind: summary(f.name, kind) for kind in KINDS},
-        })
-    return rows

@@ -17,6 +17,7 @@ import dataclasses
 import errno
 import fcntl
 import json
+import math
 import os
 import signal
 import sys
@@ -29,6 +30,13 @@ from typing import Any, Iterable, Iterator, Mapping
 from msbench.cache import lock_holder
 from msbench.errors import UserError
 from msbench.records import Record
+
+
+INFINITE_ALLOWED = (".ci95_rel",)      # +inf: the interval of fewer than two values (hardware/mindspore/measure.py)
+
+
+class NotFiniteError(TypeError):
+    """NaN or an infinity where a number must be finite (not retried against a Union's other options)."""
 
 
 class CorruptRecordError(UserError):
@@ -72,6 +80,7 @@ class RunStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.skipped: list[CorruptRecordError] = []      # the corrupt lines `load(skip_corrupt=True)` passed over
 
     @contextlib.contextmanager
     def hold(self, resume: bool) -> Iterator[None]:
@@ -114,7 +123,10 @@ class RunStore:
             finally:
                 os.close(fd)
 
-    def load(self, repair: bool = False) -> list[Record]:
+    def load(self, repair: bool = False, skip_corrupt: bool = False) -> list[Record]:
+        """The file's records. A corrupt line raises CorruptRecordError; with `skip_corrupt` it is said on
+        `self.skipped` and the rest of the file is still read."""
+        self.skipped = []
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
@@ -122,7 +134,12 @@ class RunStore:
             cut = data.rfind(b"\n") + 1
             line_no = data[:cut].count(b"\n") + 1
             if not repair:
-                raise CorruptRecordError(self.path, line_no, "truncated last line (no newline)")
+                corrupt = CorruptRecordError(self.path, line_no, "truncated last line (no newline)")
+                if not skip_corrupt:
+                    raise corrupt
+                self.skipped.append(corrupt)
+                data = data[:cut]
+        if data and not data.endswith(b"\n"):
             partial = self.path.with_name(self.path.name + ".partial")
             partial.write_bytes(data[cut:])
             with open(self.path, "r+b") as fh:
@@ -138,7 +155,11 @@ class RunStore:
                 record = Record.from_json_line(line)
                 check_types(record, "record")
             except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
-                raise CorruptRecordError(self.path, line_no, f"{type(err).__name__}: {err}") from None
+                corrupt = CorruptRecordError(self.path, line_no, f"{type(err).__name__}: {err}")
+                if not skip_corrupt:
+                    raise corrupt from None
+                self.skipped.append(corrupt)
+                continue
             records.append(record)
         return records
 
@@ -163,6 +184,8 @@ def check_types(value: Any, where: str, hint: Any = None) -> None:
         for option in args:
             try:
                 return check_types(value, where, option)
+            except NotFiniteError:
+                raise
             except TypeError:
                 continue
         raise TypeError(f"{where}={value!r} is not allowed; allowed: {hint}")
@@ -172,6 +195,8 @@ def check_types(value: Any, where: str, hint: Any = None) -> None:
         ok = value is None
     elif hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and not math.isfinite(value) and not (value == math.inf and where.endswith(INFINITE_ALLOWED)):
+            raise NotFiniteError(f"{where}={value!r} is not allowed; allowed: a finite number")
     elif hint in (int, str, bool):
         ok = type(value) is hint
     elif origin in (dict, Mapping) or hint in (dict, Mapping):
@@ -206,8 +231,27 @@ def run_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+def check_not_empty(path: Path) -> Path:
+    """A run file named on the command line holds something (an empty one is refused like an empty directory)."""
+    if path.is_file() and path.stat().st_size == 0:
+        raise UserError(f"{path}: an empty run file (0 bytes, no records)")
+    return path
+
+
 def load_records(paths: Iterable[str | Path]) -> list[Record]:
-    return [rec for f in run_files(paths) for rec in RunStore(f).load()]
+    """Every record of the run files, for reading commands: a corrupt line is named and skipped; files that
+    hold corrupt lines and nothing else are refused with the first one."""
+    records: list[Record] = []
+    skipped: list[CorruptRecordError] = []
+    for f in run_files(paths):
+        store = RunStore(f)
+        records.extend(store.load(skip_corrupt=True))
+        skipped.extend(store.skipped)
+    if skipped and not records:
+        raise skipped[0]
+    for err in skipped:
+        print(f"{err}; skipped", file=sys.stderr)
+    return records
 
 
 def records_frame(records: Iterable[Record]):

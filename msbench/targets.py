@@ -66,4 +66,18 @@ def resolve_target(name: str, plugins: Iterable[str] = (), **options: object) ->
     kind, _, arg = name.partition(":")
     if kind in TARGET_KINDS and name not in registered(TARGET_GROUP, plugins):
         return import_object(TARGET_KINDS[kind])(arg, **options)  # type: ignore[operator]
-    return import_object(registered(TARGET_GROUP, plugins)[name])(**options)  # type: ignore[operator]
+    return plugin_target(name, registered(TARGET_GROUP, plugins)[name], options)
+
+
+def plugin_target(name: str, spec: str, options: dict[str, object]) -> Target:
+    """A plugin's target, or one line saying that `spec` (an entry point, an --allow-plugin) is no target class."""
+    cls = import_object(spec)
+    try:
+        target = cls(**options)  # type: ignore[operator]
+    except TypeError as err:
+        why = f"{type(err).__name__}: {err}"
+    else:
+        if isinstance(target, Target):
+            return target
+        why = f"it made a {type(target).__name__}, which has no name, isolate, supports() and run()"
+    raise ConfigError("target", name, f"a target class ({spec} is not one: {why})")

@@ -331,7 +331,7 @@ def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
     (default: the preset's epochs over its training split)."""
     import mindspore as ms
 
-    from hardware.mindspore.parallel_plan import plan_parallel
+    from workloads.parallel_plan import plan_parallel
 
     LossNet, TrainStepCell = _cells()
     ms.set_seed(settings.seed)

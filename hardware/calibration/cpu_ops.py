@@ -6,7 +6,7 @@ RUN.jsonl is `matrices/validation.toml` run on `mindspore:cpu` with MindSpore's 
 key `profile = true`), so `RUN.profiles/<cell id>/` holds one Profiler folder per measured process. The
 CPU backend writes, per kernel instance, its full name and each profiled step's start and duration
 (FRAMEWORK/cpu_op_execute_timestamp_<rank>.csv-like text: `name;HostCpuOps;start_ns,dur_ms,tid ...`).
-Each instance is joined to the op of the cell's extracted graph (hardware.model.target.cell_graph) with the
+Each instance is joined to the op of the cell's extracted graph (hardware.model.inputs.plan_graph) with the
 same scope and type, in execution order, which gives it the shapes, dtypes and the GEMM the device model
 costs it by (compute.gemm_shape). Its time is the median over the processes of its mean over the profiled
 steps: a process that a neighbour's burst slowed does not move it.
@@ -135,7 +135,8 @@ def convert(run: Path, profile_name: str, folders: Path) -> tuple[list[dict[str,
     """The rows of every readable cell of `run` whose Profiler folders are under `folders`."""
     from hardware.model.lowering import lower
     from hardware.model.profile import PROFILE_DIR
-    from hardware.model.target import cell_graph
+    from hardware.model.inputs import plan_graph
+    from hardware.model.plan import resolve
     from msbench.store import RunStore
 
     profile = datasheet(PROFILE_DIR / f"{profile_name}.toml")   # its [kernel_classes] are derived from this table
@@ -146,7 +147,7 @@ def convert(run: Path, profile_name: str, folders: Path) -> tuple[list[dict[str,
         if not readable(record) or not cell_dir.is_dir():
             continue
         c = record.cell
-        graph = cell_graph(c.workload, c.preset, c.overrides, c.settings, profile)
+        graph = plan_graph(resolve(c, profile))
         ops = lower(graph, c.settings, profile).ops
         processes = process_instances(cell_dir)
         pairs, left_graph, left_measured = join(ops, median_instances(processes))

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from hardware.model.extract import ChildError, run_child
 from hardware.model.graph import check_preset
-from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, entry_key, host_cost
+from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, entry_key, host_cost, read_calibration
 from hardware.model.host_time import per_sample_seconds
 from msbench.errors import ConfigError, UserError
 from msbench.host_share import exclusive_host, shared_host
@@ -432,7 +432,7 @@ def measure_run(spec: EntrySpec, beside_others: bool = False) -> dict[str, Any]:
 def read_file(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"schema": SCHEMA, "note": NOTE, "entries": {}}
-    return json.loads(path.read_text())
+    return read_calibration(path)[1]               # a truncated or non-object file is one line, not a traceback
 
 
 def write_file(path: Path, data: Mapping[str, Any]) -> None:
@@ -538,7 +538,7 @@ def calibrate_host(specs: Sequence[EntrySpec], path: Path = CALIBRATION_FILE, no
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from msbench.cli import parse_overrides
+    from msbench.cell import parse_overrides
 
     path = Path(args.file) if args.file else CALIBRATION_FILE
     if args.what != "host":                                    # argparse restricts it; kept for clarity

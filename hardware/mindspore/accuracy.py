@@ -28,13 +28,12 @@ from msbench.cache import cache_get, cache_lock, cache_put, cached, content_key,
 from msbench.child import ChildScope
 from msbench.cell import Cell
 from msbench.host_share import shared_host
-from msbench.matrix import DEFAULT_ACCURACY_SEEDS
 from msbench.settings import Settings, make_settings
 
 NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a run's numbers
 # Seeds per accuracy (matrix key `accuracy_seeds`): a tiny run's accuracy moves by whole percentage points
 # with the seed, so a delta is the mean of seed-paired differences with its t-interval (msbench.stats).
-ACCURACY_SEEDS = DEFAULT_ACCURACY_SEEDS
+ACCURACY_SEEDS = 3               # tiny-preset runs per accuracy unless the matrix's `accuracy_seeds` says otherwise
 CACHE_KIND = "accuracy"
 RESULT_PREFIX = "MSBENCH_ACCURACY "
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,9 @@ workloads/pipeline.py reads.
 
 `--start` daemonises the server, so no process group of ours holds it: the server's lifetime is a
 `msbench.child.ChildScope` whose cleanup command is `--stop`, run by the scope's watchdog when this
-process dies without reaching `__exit__` (SIGKILL), so no server outlives its cell.
+process dies without reaching `__exit__` (SIGKILL), so no server outlives its cell. Should the stop
+fail, the server is killed as a carrier of the scope's token, inherited from the `--start` that forked
+it: never by its binary and port, which another user's server on the host could share.
 """
 
 from __future__ import annotations
@@ -73,9 +75,8 @@ class DatasetCacheServer:
         self.log_dir = log_dir
         self.session: int | None = None
         self._saved: dict[str, str | None] = {}
-        # the server's own argv holds its binary's path and the port: the watchdog's last resort if --stop fails
-        self._scope = ChildScope(cleanup=[self._argv("--stop")], cleanup_env=admin_env(),
-                                 kill_matching=[[str(cache_binary().with_name("dataset-cache-server")), str(self.port)]])
+        # the server inherits the scope's token from `--start`: the watchdog's last resort if --stop fails
+        self._scope = ChildScope(cleanup=[self._argv("--stop")], cleanup_env=admin_env())
 
     def _argv(self, *args: str) -> list[str]:
         return [str(cache_binary()), *args, "-p", str(self.port)]
@@ -119,6 +120,9 @@ class DatasetCacheServer:
 
     def _stop(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         try:
-            self._admin("--stop")     # ends the server and its sessions
+            self._admin("--stop")     # ends the server and its sessions (it has exited when this returns)
+        except BaseException as stop_err:
+            kind, err, tb = type(stop_err), stop_err, stop_err.__traceback__    # the scope kills what --stop missed
+            raise
         finally:
             self._scope.__exit__(kind, err, tb)

@@ -1,7 +1,7 @@
 """`devices > 1`: data parallel through `msrun`, one rank per device, each rank a measured session.
 
 The target writes a request file and launches `msrun --worker_num=N ... distributed.py <request>`;
-every rank runs `init()`, sets the cell's parallel plan (hardware/mindspore/parallel_plan.py: DATA_PARALLEL
+every rank runs `init()`, sets the cell's parallel plan (workloads/parallel_plan.py: DATA_PARALLEL
 with mean gradients, the step cell then reducing them with `nn.DistributedGradReducer`; or the
 semi-auto/auto plan of an LLM on Ascend), takes its shard of the data, measures with the common
 protocol, and writes its numbers. The stopping rule is agreed by an AllReduce so every rank runs
@@ -90,7 +90,7 @@ def rank_main(request_path: str) -> int:
 
     from hardware.mindspore.backend import apply_context, plan_context
     from hardware.mindspore.measure import stop_reason
-    from hardware.mindspore.parallel_plan import apply_context as apply_parallel_context, plan_parallel
+    from workloads.parallel_plan import apply_context as apply_parallel_context, plan_parallel
     from hardware.mindspore.session import run_session
 
     apply_context(plan_context(cell.settings, request["device"]))

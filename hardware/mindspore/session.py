@@ -79,7 +79,7 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     passes its agreed `stop` rule and sets the context itself (before the collective's `init()`).
     With `profile_dir`, the memory pass after the measured steps runs under MindSpore's full Profiler
     (hardware/mindspore/profiling.py), whose output stays there."""
-    from hardware.mindspore.parallel_plan import plan_parallel
+    from workloads.parallel_plan import plan_parallel
     from workloads.train_step import build_train_step
 
     plan = plan_context(cell.settings, device)

@@ -63,7 +63,7 @@ class MindSporeTarget:
 
         here = Path(__file__).resolve().parent
         sources = [*here.glob("*.py"), here.parent / "capabilities.py", here.parents[1] / "msbench" / "settings.py",
-                   *workload_sources(cell.workload)]
+                   here.parents[1] / "workloads" / "parallel_plan.py", *workload_sources(cell.workload)]
         return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device,
                            recorded_options(self.accuracy, self.accuracy_seeds, self.accuracy_knobs,
                                             self.profile_dir is not None))

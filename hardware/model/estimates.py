@@ -14,7 +14,8 @@ from typing import Iterable
 
 from hardware.model.comm import level_groups
 from hardware.model.compute import Kernel
-from hardware.model.host_time import dispatch_key, pipeline_workers
+from hardware.model.compile_mode import compile_mode
+from hardware.model.host_time import pipeline_workers
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
 from hardware.model.pipeline_modes import tip_estimates_unread
 from hardware.model.profile import HardwareProfile
@@ -28,7 +29,7 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
     """Dotted keys (or key prefixes ending in '.') the prediction for these settings never reads;
     `data_s`/`transfer_s` are the host pipeline and batch-copy times (0: their constants unread)."""
     ks = list(kernels)
-    unused = set(LAUNCH_DISPATCH) - {f"launch.{dispatch_key(settings)}"}
+    unused = set(LAUNCH_DISPATCH) - {f"launch.{compile_mode(settings, profile).dispatch_key}"}
     classes = {k.kernel_class for k in ks}
     unused |= {f"kernel_classes.{c}" for c in (*CUBE_CLASSES, *VECTOR_CLASSES, *FLASH_CLASSES)
                if c not in classes}

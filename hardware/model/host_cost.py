@@ -58,12 +58,31 @@ def entry_key(workload: str, preset: str, overrides: Mapping[str, Any], data_for
 
 @functools.cache
 def _load(path: Path) -> tuple[str, dict[str, Any]]:
-    raw = path.read_bytes()
-    data = json.loads(raw)
+    raw, data = read_calibration(path)
     if data.get("schema") != SCHEMA:
         raise UserError(f"{path}: schema={data.get('schema')!r} is not allowed; allowed: {SCHEMA} "
                         f"(per-stage costs; re-measure every entry with `{REMEASURE}`)")
     return hashlib.sha256(raw).hexdigest(), data["entries"]
+
+
+def read_calibration(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """(bytes, data) of the file: a JSON object whose entries are objects, or one line saying how to restore it."""
+    restore = f"restore it with `git checkout -- {path}` or re-measure every entry with `{REMEASURE}`"
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+    except OSError as err:
+        raise UserError(f"{path}: cannot read the host-cost calibration ({err.strerror}); {restore}") from None
+    except ValueError as err:                          # JSONDecodeError, UnicodeDecodeError
+        raise UserError(f"{path}: not valid JSON ({err}); {restore}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a JSON {type(data).__name__} is not allowed; allowed: an object with schema and "
+                        f"entries; {restore}")
+    entries = data.get("entries")
+    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
+        raise UserError(f"{path}: entries={type(entries).__name__} is not allowed; allowed: an object of "
+                        f"entry objects; {restore}")
+    return raw, data
 
 
 def calibration_hash(path: Path = CALIBRATION_FILE) -> str:
@@ -86,6 +105,9 @@ def _stages(path: Path, key: str, raw: Any) -> tuple[PipelineStage, ...]:
                         f"{{name, cpu_seconds_per_sample, python_seconds_per_sample}} (re-measure it with `{REMEASURE}`)")
     stages = []
     for i, s in enumerate(raw):
+        if not isinstance(s, dict):
+            raise UserError(f"{path.name}: {key}: stages[{i}]={s!r} is not allowed; allowed: an object "
+                            f"(re-measure it with `{REMEASURE}`)")
         cpu = _number(path, key, f"stages[{i}].cpu_seconds_per_sample", s.get("cpu_seconds_per_sample"), 0.0)
         python = _number(path, key, f"stages[{i}].python_seconds_per_sample",
                          s.get("python_seconds_per_sample"), 0.0, cpu)

@@ -7,6 +7,15 @@
   the device and the two add up.
 - Round trip. Without dataset sink every step is launched from the host and its loss fetched
   back; with sink, one round trip covers `sink_size` steps (or an epoch for sink_size=-1).
+  Without sink the round trip also holds the batch's hand-over, serial with the device: Model.train's
+  non-sink loop runs on one Python thread, `for inputs in dataset_helper: outputs =
+  train_network(*inputs); callbacks.step_end(...)` (mindspore/python/mindspore/train/model.py,
+  `_train_process`), and LossMonitor's step_end reads the loss with `asnumpy()` every step, whatever
+  its print interval (train/callback/_loss_monitor.py), which waits for the device. So the thread
+  that takes the next batch from the iterator (numpy -> Tensor, the calibrated `consumer_s` per
+  sample) is idle while the device runs and the device is idle while it works: the hand-over adds
+  to the step (hardware/calibration/nonsink.py states the sources and prints the derived terms).
+  A host that is the device (the CPU target) already serialises its pipeline with the step.
 - Data pipeline. mindspore.dataset runs every operation (reader, each map, batch) in its own
   worker threads, `num_parallel_workers` of them, with queues between operations, so a pipeline is a
   tandem of stages whose throughput is that of its slowest one (MindSpore docs, "Optimizing the Data
@@ -31,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from hardware.model.compile_mode import compile_mode
 from hardware.model.compute import Kernel
 from hardware.model.pipeline_modes import data_time_ratio, device_vision_seconds, modes_of, recompile_seconds
 from hardware.model.profile import HardwareProfile
@@ -58,7 +68,8 @@ class HostCostLike(Protocol):
 class HostTime:
     kernel_path_s: float       # device kernels including dispatch stalls
     device_s: float            # device kernels alone
-    roundtrip_s: float         # per-step host round trip (amortised over a sink round)
+    roundtrip_s: float         # per-step host round trip (amortised over a sink round); without sink it
+                               # includes the batch's hand-over (handover_seconds), serial with the device
     transfer_s: float          # host -> device copy of the batch (0 under sink: the queue prefetches)
     data_s: float              # data-pipeline time for one step's samples (host, or the device's vision units)
     data_overlapped: bool
@@ -69,19 +80,8 @@ class HostTime:
         return self.kernel_path_s - self.device_s
 
 
-def dispatch_key(settings: Settings) -> str:
-    """The `[launch]` constant that prices one kernel's dispatch under these settings."""
-    if settings.mode == "pynative":
-        return "pynative_us"
-    if settings.jit_level == "O2":
-        return "graph_o2_us"
-    if settings.jit_level == "O1" or settings.graph_kernel:
-        return "graph_o1_us"
-    return "graph_o0_us"
-
-
 def dispatch_us(settings: Settings, profile: HardwareProfile) -> float:
-    return float(getattr(profile.launch, dispatch_key(settings)))
+    return float(getattr(profile.launch, compile_mode(settings, profile).dispatch_key))
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class KernelSlot:
 def kernel_slots(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> list[KernelSlot]:
     """Async hosts hide dispatch behind longer kernels; O2 (a per-task device cost) and sync hosts add it."""
     per_kernel = dispatch_us(settings, profile) * 1e-6
-    hidden = profile.launch.asynchronous and not (settings.mode == "graph" and settings.jit_level == "O2")
+    hidden = compile_mode(settings, profile).dispatch_hidden
     return [KernelSlot(per_kernel, k.time_s, hidden) for k in kernels]
 
 
@@ -158,11 +158,22 @@ def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, hos
     return max(host_s, device_vision_seconds(settings, modes, samples, profile))
 
 
+def handover_seconds(samples: int, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> float:
+    """Without sink, the Python iterator's hand-over of one step's batch (the calibrated consumer CPU per
+    sample, scaled by the host's core speed), on the thread that then launches the step and waits for its
+    loss: serial with a separate device. 0 under sink (the device queue is fed by the pipeline's own
+    thread) and on a host that is the device (its pipeline time already adds to the step)."""
+    if settings.sink or profile.host.shares_device:
+        return 0.0
+    return host.consumer_s * samples / profile.host.core_speed
+
+
 def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile, host: HostCostLike,
               samples_per_step: int, epoch_steps: int, graph_ops: int = 0) -> HostTime:
     device = sum(k.time_s for k in kernels)
     path = kernel_path_seconds(kernels, settings, profile)
-    roundtrip = profile.launch.step_us * 1e-6 / steps_per_round(settings, epoch_steps)
+    roundtrip = (profile.launch.step_us * 1e-6 / steps_per_round(settings, epoch_steps)
+                 + handover_seconds(samples_per_step, settings, profile, host))
     transfer = 0.0 if settings.sink else host.bytes_per_sample * samples_per_step / (profile.host.link_gbps * 1e9)
     overlapped = settings.prefetch > 0 and not profile.host.shares_device
     return HostTime(kernel_path_s=path, device_s=device, roundtrip_s=roundtrip, transfer_s=transfer,

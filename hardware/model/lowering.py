@@ -49,6 +49,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
+from hardware.model.compile_mode import compile_mode
 from hardware.model.compute import group_ops
 from hardware.model.fused_optimizers import float_status_check, fuse_lamb
 from hardware.model.opgraph import Op, OpGraph, TensorSpec
@@ -91,8 +92,8 @@ def lowering_for(settings: Settings, profile: HardwareProfile) -> Lowering | Non
     """None where the profile's device is not an NPU: the CPU keeps the CPU backend's kernels."""
     if profile.profile.kind != "npu":
         return None
-    return Lowering(buffer_fusion=settings.mode == "graph" and settings.jit_level == "O2",
-                    cores=profile.cube.cores, fold_casts=profile.precision.fuses_casts)
+    return Lowering(buffer_fusion=compile_mode(settings, profile).buffer_fusion, cores=profile.cube.cores,
+                    fold_casts=profile.precision.fuses_casts)
 
 
 # ------------------------------------------------------------------------------------------ helpers

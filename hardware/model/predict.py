@@ -107,10 +107,9 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
 def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike,
             device_kernels: Sequence[Kernel] | None = None) -> Prediction:
     """`device_kernels`: `kernels(lower(graph, settings, profile).ops, profile)` when the caller has them
-    already (the report predicts a cell again under each estimate's range ends, and most ends leave the
-    kernels as they are); lowering and costing the kernels is most of a prediction's time."""
-    lowered = lower(graph, settings, profile)
-    ks = list(device_kernels) if device_kernels is not None else kernels(lowered.ops, profile)
+    already (a cell is predicted again at each estimate's range ends, and most ends leave the kernels as
+    they are: estimate_ends.py); lowering and costing the kernels is most of a prediction's time."""
+    ks = list(device_kernels) if device_kernels is not None else kernels(lower(graph, settings, profile).ops, profile)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
     ht = host_time(ks, settings, profile, host, samples, epoch_steps, len(graph.ops))

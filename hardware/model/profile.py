@@ -441,6 +441,12 @@ def load_profile(name: str) -> HardwareProfile:
     return profile
 
 
+
+def default_preset(profile: HardwareProfile) -> str:
+    """`msbench predict`'s preset when none is given: the published network (`full`) on an NPU profile,
+    `tiny` on a cpu profile (which is checked against real tiny-preset runs)."""
+    return "full" if profile.profile.kind == "npu" else "tiny"
+
 def list_profiles() -> list[dict[str, Any]]:
     """Rows for `msbench list hardware`."""
     rows = []

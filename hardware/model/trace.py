@@ -97,7 +97,7 @@ def trace_events(prediction: Prediction, title: str) -> dict[str, Any]:
         events.append(span("wait for all-reduce", "comm", HOST_PID, DISPATCH_TID, t, comm.exposed_s))
         t += comm.exposed_s
     if ht.roundtrip_s > 0:
-        events.append(span("step round trip (launch + loss fetch)", "roundtrip", HOST_PID, DISPATCH_TID, t,
+        events.append(span("step round trip (batch hand-over + launch + loss fetch)", "roundtrip", HOST_PID, DISPATCH_TID, t,
                            ht.roundtrip_s))
         t += ht.roundtrip_s
     if ht.data_overlapped and parts.data_exposed_s > 0:
@@ -116,8 +116,8 @@ def trace_title(cell: Any) -> str:
 
 
 def write_trace(path: str | Path, prediction: Prediction, title: str) -> Path:
-    """Write the trace as JSON (keys sorted: the same bytes for the same prediction)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trace_events(prediction, title), sort_keys=True, separators=(",", ":")))
-    return path
+    """Write the trace as JSON (keys sorted: the same bytes for the same prediction), atomically: a full disk
+    leaves no truncated trace."""
+    from msbench.outputs import write_atomic
+
+    return write_atomic(path, json.dumps(trace_events(prediction, title), sort_keys=True, separators=(",", ":")))

@@ -59,10 +59,10 @@ def relative_error(predicted: float, measured: float | None) -> float | None:
 
 
 def compare(record: Record, profile: str) -> Comparison:
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
 
     cell = record.cell
-    pred = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile).prediction
+    pred = predict_cell(cell, profile).prediction
     measured = record.metrics.step_time_s or 0.0
     mem = record.metrics.peak_memory_bytes
     return Comparison(
@@ -127,8 +127,9 @@ def run_real(out: Path, resume: bool, progress: bool) -> Path:
 def fit_cases(run_path: str | Path, profile: str) -> list:
     """The measured `fit` cells as FitCases (graph, settings, host cost, measurements) for fit.py."""
     from hardware.model.fit import FitCase
+    from hardware.model.inputs import plan_graph, plan_host
+    from hardware.model.plan import resolve
     from hardware.model.profile import load_profile
-    from hardware.model.target import cell_graph, cell_host
 
     prof = load_profile(profile)
     cases = []
@@ -136,8 +137,8 @@ def fit_cases(run_path: str | Path, profile: str) -> list:
         c = r.cell
         if split_of(c) != "fit":
             continue
-        cases.append(FitCase(graph=cell_graph(c.workload, c.preset, c.overrides, c.settings, prof),
-                             settings=c.settings, host=cell_host(c.workload, c.preset, c.overrides, c.settings),
+        plan = resolve(c, prof)
+        cases.append(FitCase(graph=plan_graph(plan), settings=c.settings, host=plan_host(plan),
                              step_time_s=r.metrics.step_time_s, peak_memory_bytes=r.metrics.peak_memory_bytes))
     return cases
 
@@ -216,10 +217,12 @@ def published_command(args: argparse.Namespace) -> int:
     from hardware.validation.cases import load_catalogue
     from hardware.validation.report import evaluate, render
 
-    data = evaluate(load_catalogue(), args.profile, skip=args.skip or ())
+    part = "locked" if args.locked else "dev"
+    data = evaluate(load_catalogue(), args.profile, skip=args.skip or (), part=part)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"validation-report-{args.profile}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+    name = args.profile if part == "dev" else f"{args.profile}-{part}"
+    (out / f"validation-report-{name}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
     print(json.dumps(data, sort_keys=True) if args.json else render(data))
     return 0
 
@@ -228,11 +231,13 @@ def validate_command(args: argparse.Namespace) -> int:
     from hardware.model.profile import load_profile
     from hardware.validation.cases import load_catalogue
     from msbench.errors import ConfigError
+    from msbench.outputs import check_dir
 
     load_profile(args.profile)                  # an unknown name is refused with the names allowed
+    check_dir("--out", args.out)                # before any cell runs
     real_runs = args.profile in cpu_profiles()
-    if real_runs and args.skip:
-        raise ConfigError("--skip", args.skip[0],
+    if real_runs and (args.skip or args.locked):
+        raise ConfigError("--skip" if args.skip else "--locked", args.skip[0] if args.skip else True,
                           "only with a published-runs profile (--profile ascend910a|ascend910b)")
     if not real_runs:
         chips = sorted({c.profile for c in load_catalogue().expressible()})

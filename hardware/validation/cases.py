@@ -5,10 +5,18 @@ A case is one published figure with the settings of its run as the source gives 
 (`workload`, `preset`, `overrides`, `knobs`) and the profile of its chip. Settings the source does
 not state, or that msbench can only approximate, are listed in `assumed`, so a reader sees what
 the comparison rests on. A recipe msbench cannot express is kept with `why`, not bent to fit.
+
+Every case belongs to one part, `split = "dev" | "locked"`, set by its source alone (`split_of`: a
+third of the sources, by a hash of their URL, chosen before any model error was looked at). Model
+work is checked against the development part (`msbench validate`); the locked part is held out and
+reported only on request (`msbench validate --profile X --locked`), once a change is
+done, so its figures have not steered the change. A pair inherits its cases' part; the loader
+refuses a case whose `split` disagrees with its source's and a pair that straddles the parts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +31,20 @@ PUBLISHED = Path(__file__).with_name("published.toml")
 UNITS = {"ms/step": "step", "img/s": "throughput", "sentences/s": "throughput", "samples/s": "throughput",
          "tokens/s": "tokens", "tokens/s/p": "tokens_per_device"}
 CASE_KEYS = {"id", "expressible", "source", "repo", "path", "commit", "chip", "mindspore", "figure", "unit",
-             "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits"}
-REQUIRED = ("id", "expressible", "source", "chip", "mindspore", "figure", "unit", "published", "note")
+             "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits", "split"}
+REQUIRED = ("id", "expressible", "source", "chip", "mindspore", "figure", "unit", "published", "note", "split")
 EXPRESSIBLE_REQUIRED = ("profile", "workload", "knobs")
 PAIR_KEYS = {"a", "b", "differs", "note"}
 # Knobs a case must state: without them its samples per step, and so its step time, are undefined.
 STATED_KNOBS = ("batch_size", "devices", "mode")
+SPLITS = ("dev", "locked")
+LOCKED_EVERY = 3          # one source in LOCKED_EVERY (by its URL's hash) is locked
+
+
+def split_of(source: str) -> str:
+    """The part a source's cases belong to: `locked` when the first 32 bits of sha256(URL) are a multiple
+    of LOCKED_EVERY. It reads nothing but the URL, so no error can move a case between the parts."""
+    return "locked" if int(hashlib.sha256(source.encode()).hexdigest()[:8], 16) % LOCKED_EVERY == 0 else "dev"
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,7 @@ class PublishedCase:
     unit: str                            # a key of UNITS
     published: Mapping[str, Any]         # the run's settings in the source's own words
     note: str
+    split: str                           # "dev" or "locked": split_of(source)
     repo: str = ""                       # where the source is a repository file: owner/name, path, commit
     path: str = ""
     commit: str = ""
@@ -95,6 +112,7 @@ class Pair:
     b: str
     differs: str
     note: str = ""
+    split: str = "dev"                  # its cases' part (they share it)
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,13 @@ class Catalogue:
 
     def expressible(self, profile: str | None = None) -> list[PublishedCase]:
         return [c for c in self.cases if c.expressible and (profile is None or c.profile == profile)]
+
+    def part(self, split: str) -> "Catalogue":
+        """The cases and pairs of one part ("dev" or "locked")."""
+        if split not in SPLITS:
+            raise ConfigError("split", split, ", ".join(SPLITS))
+        return Catalogue(tuple(c for c in self.cases if c.split == split),
+                         tuple(p for p in self.pairs if p.split == split))
 
 
 def load_catalogue(path: Path = PUBLISHED) -> Catalogue:
@@ -133,6 +158,9 @@ def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
     for name in REQUIRED:
         if name not in raw or raw[name] in ("", {}):
             raise ConfigError(name, None, "a non-empty value (every case names its source and its settings)", where)
+    if raw["split"] != split_of(raw["source"]):
+        raise ConfigError("split", raw["split"], f"{split_of(raw['source'])} (split_of its source: the part is the "
+                          "source's, never chosen per case)", where)
     if raw["unit"] not in UNITS:
         raise ConfigError("unit", raw["unit"], ", ".join(UNITS), where)
     if not isinstance(raw["figure"], (int, float)) or raw["figure"] <= 0:
@@ -180,8 +208,10 @@ def parse_pair(raw: Mapping[str, Any], catalogue: Catalogue, path: Path) -> Pair
     for side in ("a", "b"):
         if raw.get(side) not in ids:
             raise ConfigError(side, raw.get(side), "the id of an expressible case", where)
-    pair = Pair(raw["a"], raw["b"], raw.get("differs", ""), raw.get("note", ""))
-    a, b = catalogue.case(pair.a), catalogue.case(pair.b)
+    a, b = catalogue.case(raw["a"]), catalogue.case(raw["b"])
+    if a.split != b.split:
+        raise ConfigError("split", f"{a.split}/{b.split}", "both cases of a pair in one part", where)
+    pair = Pair(raw["a"], raw["b"], raw.get("differs", ""), raw.get("note", ""), a.split)
     knob_diff = sorted(k for k in set(a.settings.to_dict()) if getattr(a.settings, k) != getattr(b.settings, k))
     other = [name for name in ("workload", "preset", "overrides") if getattr(a, name) != getattr(b, name)]
     actual = knob_diff + (["profile"] if a.profile != b.profile else []) + other

@@ -5,6 +5,8 @@ the cell that stands for its recipe, and reports, per case, the prediction in th
 the relative step-time error and the OOM verdict (every published run fitted); then the median
 |error|, and for each one-setting pair the predicted against the published throughput ratio.
 A case whose prediction fails (graph extraction or host-cost probe) is a row with its reason.
+Only one part of the file is evaluated at a time: the development part by default, the locked part
+when asked for (hardware/validation/cases.py, `split_of`; `msbench validate --locked`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from hardware.model.outcome import ModelRefusal
 from hardware.validation.cases import Catalogue, Pair, PublishedCase
 
 STEP_GOAL = 0.15          # issue 11: median |step-time error| on each chip
@@ -31,10 +34,13 @@ Predictor = Callable[[PublishedCase], PredictionLike]
 
 
 def model_predictor(case: PublishedCase) -> PredictionLike:
-    """The product path: the case's real op graph and host cost (both cached), predicted on its profile."""
-    from hardware.model.target import predict_cell
+    """The product path: the case's cell on its profile through the one prediction path (a refusal is a row)."""
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return predict_cell(case.workload, case.preset, dict(case.overrides), case.settings, case.profile).prediction
+    cell = Cell(workload=case.workload, preset=case.preset, overrides=dict(case.overrides), settings=case.settings,
+                target=f"model:{case.profile}", label=case.id)
+    return predict_cell(cell, case.profile).prediction
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ def predict_case(case: PublishedCase, predictor: Predictor, skip: bool = False) 
         return CaseResult(**base, **unpredicted, failed=SKIPPED)
     try:
         p = predictor(case)
-    except (RuntimeError, MemoryError) as err:          # extraction/probe failures: a row, not a crash
+    except (RuntimeError, MemoryError, ModelRefusal) as err:   # extraction/probe failures, refusals: a row
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:200]
         return CaseResult(**base, **unpredicted, failed=reason)
     verdict = None if case.fits is None else (p.oom == (not case.fits))
@@ -134,13 +140,15 @@ def summarize(rows: Sequence[CaseResult], pairs: Sequence[PairResult]) -> dict[s
 
 
 def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = None,
-             skip: Sequence[str] = ()) -> dict[str, Any]:
-    """Every expressible case of `profile`, the partners of its pairs, and their summary (plain data).
+             skip: Sequence[str] = (), part: str = "dev") -> dict[str, Any]:
+    """Every expressible case of `profile` in one part of the file (`dev` unless the locked part is asked
+    for), the partners of its pairs, and their summary (plain data).
     `skip` names cases not to predict here (a graph too large to extract on this machine): they stay
     in the table, marked, so a skipped case is never silently missing."""
     from msbench.errors import ConfigError
 
     predictor = predictor or model_predictor
+    catalogue = catalogue.part(part)
     own = catalogue.expressible(profile)
     pairs = pairs_of(catalogue, profile)
     needed = [c.id for c in own] + [i for p in pairs for i in (p.a, p.b)]
@@ -155,7 +163,7 @@ def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = N
     compared = [compare_pair(p, catalogue, results) for p in pairs]
     unexpressible = [{"id": c.id, "chip": c.chip, "why": c.why, "source": c.source}
                      for c in catalogue.cases if not c.expressible]
-    return {"profile": profile, "goals": {"step_median_abs_error": STEP_GOAL, "pair_ratio_error": RATIO_GOAL},
+    return {"profile": profile, "part": part, "goals": {"step_median_abs_error": STEP_GOAL, "pair_ratio_error": RATIO_GOAL},
             "summary": summarize(rows, compared), "cases": [asdict(r) for r in rows],
             "pairs": [asdict(p) for p in compared], "not_expressible": unexpressible}
 
@@ -193,7 +201,7 @@ def render(data: dict[str, Any]) -> str:
     med = "-" if s["step_median_abs_error"] is None else f"{s['step_median_abs_error']:.1%}"
     mean = "-" if s["step_mean_abs_error"] is None else f"{s['step_mean_abs_error']:.1%}"
     skipped = f" ({s['skipped']} skipped)" if s["skipped"] else ""
-    out += ["", f"{data['profile']}: {s['predicted']} of {s['cases']} cases predicted{skipped}; "
+    out += ["", f"{data['profile']} ({data.get('part', 'dev')} part): {s['predicted']} of {s['cases']} cases predicted{skipped}; "
             f"median |step-time error| {med} "
             f"(goal <= {data['goals']['step_median_abs_error']:.0%}), mean {mean}, {s['within_goal']} within the goal; "
             f"OOM verdicts right {s['oom_verdicts_right']}/{s['oom_verdicts']}."]

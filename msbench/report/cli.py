@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from msbench.errors import ConfigError
+from msbench.outputs import check_file, write_atomic
 from msbench.report.build import Options, build_report
 from msbench.report.load import load_inputs
 from msbench.report.render import html_page, markdown
@@ -22,9 +23,12 @@ def write_report(inputs: list[str], html_path: str | None, md_path: str | None, 
         raise ConfigError("--memory-cap", options.memory_cap_gib, "a positive number of GiB")
     if options.tolerance_pp < 0:
         raise ConfigError("--accuracy-tolerance", options.tolerance_pp, "a number of pp >= 0")
-    if not html_path and not md_path:
+    if html_path is None and md_path is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         html_path, md_path = str(DEFAULT_DIR / f"report-{stamp}.html"), str(DEFAULT_DIR / f"report-{stamp}.md")
+    for option, path in (("--html", html_path), ("--md", md_path)):
+        if path is not None:
+            check_file(option, path)           # before the records are read: '' or a directory is refused
     loaded = load_inputs(inputs)
     sections = build_report(loaded, dataclasses.replace(options, plots=bool(html_path)))
     preamble = [f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
@@ -32,11 +36,8 @@ def write_report(inputs: list[str], html_path: str | None, md_path: str | None, 
     written = []
     for path, text in ((html_path, lambda: html_page(TITLE, sections, preamble)),
                        (md_path, lambda: markdown(TITLE, sections, preamble))):
-        if path:
-            out = Path(path)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text(), encoding="utf-8")
-            written.append(out)
+        if path is not None:
+            written.append(write_atomic(path, text()))
     return written
 
 

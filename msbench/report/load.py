@@ -20,7 +20,7 @@ from msbench.report.frame import components
 from msbench.settings import DEFAULTS
 from msbench.records import Metrics, Record
 from msbench.compare import find_sources
-from msbench.store import load_records, records_frame
+from msbench.store import check_not_empty, load_records, records_frame
 
 UNKNOWN_COMMIT = "unknown"
 # Columns of a frame without records, so that every reader can filter it like a full one.
@@ -138,7 +138,7 @@ def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
             asv.extend(d for d in dirs if d not in asv)
             runs.extend(files)
         elif path.is_file() and path.suffix == ".jsonl":
-            runs.append(path)
+            runs.append(check_not_empty(path))
         elif path.exists():
             raise UserError(f"input={str(path)!r} is not allowed; allowed: run files (*.jsonl) and directories "
                             "(of runs, or an asv results directory holding benchmarks.json)")

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from hardware.model.graph import CACHE_KIND as GRAPH_CACHE, graph_key
-from hardware.model.target import ModelTarget, predict_cell
+from hardware.model.outcome import predict_cell
+from hardware.model.target import ModelTarget
 from msbench.cache import cache_get
+from msbench.cell import Cell
 from msbench.matrix import load_matrix
 from msbench.settings import Settings
 
@@ -31,8 +33,9 @@ def in_scratch(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_one_cell_warm(benchmark, in_scratch):
     settings = Settings(mode="graph", amp_level="O2", loss_scale="dynamic")
-    predict_cell("resnet50", "tiny", {}, settings, "ascend910b")          # warm the caches
-    result = benchmark.pedantic(predict_cell, args=("resnet50", "tiny", {}, settings, "ascend910b"),
+    cell = Cell(workload="resnet50", settings=settings)
+    predict_cell(cell, "ascend910b")          # warm the caches
+    result = benchmark.pedantic(predict_cell, args=(cell, "ascend910b"),
                                 rounds=20, warmup_rounds=1)
     assert result.prediction.step_time_s > 0
     stats = benchmark.stats.stats
@@ -44,13 +47,14 @@ def test_pure_prediction_of_every_nightly_variant(benchmark, in_scratch):
     """`predict` alone (no cache read), for the settings of every nightly cell, on one real graph."""
     from hardware.model.predict import predict
     from hardware.model.profile import load_profile
-    from hardware.model.target import cell_graph, cell_host
+    from hardware.model.inputs import plan_graph, plan_host
+    from hardware.model.plan import resolve
 
     profile = load_profile("ascend910b")
     variants = [c.settings for c in load_matrix(NIGHTLY).expand().cells() if c.workload == "resnet50"]
     base = Settings(mode="graph")
-    graph = cell_graph("resnet50", "tiny", {}, base, profile)
-    hosts = [cell_host("resnet50", "tiny", {}, s) for s in variants]     # with the pipeline modes a tip reads
+    graph = plan_graph(resolve(Cell(workload="resnet50", settings=base), profile))
+    hosts = [plan_host(resolve(Cell(workload="resnet50", settings=s), profile)) for s in variants]  # with tip modes
 
     def predict_all() -> list:
         return [predict(graph, s, profile, host) for s, host in zip(variants, hosts)]

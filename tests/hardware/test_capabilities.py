@@ -16,13 +16,14 @@ from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_K
                                    graph_knobs, refusal, walk_contexts, walk_values)
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
-from hardware.mindspore.parallel_plan import plan_parallel
+from workloads.parallel_plan import plan_parallel
 from hardware.model.compute import has_flash_kernel
 from hardware.model.graph import GRAPH_KNOBS, graph_key
 from hardware.model.host_cost import entry_key
 from hardware.model.predict import predict
 from hardware.model.profile import load_profile
-from hardware.model.target import ModelTarget, fusion_enabled
+from hardware.model.compile_mode import compile_mode
+from hardware.model.target import ModelTarget
 from hardware.model.pipeline_modes import HostWithModes
 from model_graphs import FakeHost, fake_modes, mlp_step  # noqa: E402
 from msbench.errors import ConfigError
@@ -62,7 +63,7 @@ def model_signature(s: Settings, kind: str, facts: Facts) -> dict:
     profile = PROFILES[kind]
     return {
         "graph_key": graph_key("resnet50", "tiny", {}, s),
-        "fusion": fusion_enabled(s, profile),
+        "fusion": compile_mode(s, profile).graph_kernel_fusion,
         "host_cost_entry": entry_key("resnet50", "tiny", {}, s.data_format),
         "prediction": predict(GRAPH, s, profile, HOST).to_dict(),
         "accuracy": accuracy_inputs(s) if facts.accuracy else None,
@@ -220,20 +221,20 @@ def test_predict_refuses_a_knob_the_model_does_not_read(capsys):
 
 def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(monkeypatch):
     """Known once the graph is extracted (as on the real target once the step is built)."""
-    from hardware.model import target as model_target
+    from hardware.model import outcome
     from msbench.cell import Cell
 
     profile = PROFILES["model:npu"]
 
-    def fake_predict_cell(workload, preset, overrides, settings, profile_name, marked=0, *, scenario="train"):
+    def fake_model_prediction(plan, marked=0):
         graph = dataclasses.replace(GRAPH, meta={**GRAPH.meta, "recomputed_blocks": marked})
-        return model_target.CellPrediction(predict(graph, settings, profile, HOST), graph, profile)
+        return outcome.CellPrediction(predict(graph, plan.settings, profile, HOST), graph, profile)
 
-    monkeypatch.setattr(model_target, "predict_cell", fake_predict_cell)
+    monkeypatch.setattr(outcome, "model_prediction", fake_model_prediction)
     cell = Cell(workload="resnet50", settings=make_settings({"recompute": "selective"}))
     record = ModelTarget("ascend910b").run(cell)
     assert record.status == "unsupported" and "marks no blocks to recompute" in record.reason
-    monkeypatch.setattr(model_target, "predict_cell", lambda *a, **kw: fake_predict_cell(*a, marked=4, **kw))
+    monkeypatch.setattr(outcome, "model_prediction", lambda plan: fake_model_prediction(plan, marked=4))
     assert ModelTarget("ascend910b").run(cell).status == "ok"
 
 

@@ -244,6 +244,31 @@ def test_a_corrupt_calibration_entry_is_refused_not_predicted(tmp_path, fields, 
         host_cost("resnet50", "tiny", {"image_size": 64}, "generator", path=bad)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("truncated", r"not valid JSON \(Unterminated string"),
+    ("[]", r"a JSON list is not allowed; allowed: an object with schema and entries"),
+    ('{"schema": 2, "entries": []}', r"entries=list is not allowed; allowed: an object of entry objects"),
+    ('{"schema": 2, "entries": {"resnet50/tiny/generator": 3}}', r"entries=dict is not allowed"),
+])
+def test_a_truncated_or_non_object_calibration_file_is_one_line(tmp_path, capsys, text, message):
+    """The model and `calibrate host` read it: a damaged file names itself and how to restore it."""
+    from msbench.cli import main
+
+    path = write(tmp_path / "host_cost.json", entry())
+    path.write_text(path.read_text()[:60] if text == "truncated" else text)
+    with pytest.raises(UserError, match=rf"^{re.escape(str(path))}: {message}.*restore it with `git checkout -- "):
+        host_cost("resnet50", "tiny", {"image_size": 64}, "generator", path=path)
+    assert main(["calibrate", "host", "resnet50", "--file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"msbench calibrate: error: {path}: ") and "Traceback" not in err
+
+
+def test_a_stage_that_is_not_an_object_is_refused(tmp_path):
+    bad = write(tmp_path / "host_cost.json", entry(stages=[3]))
+    with pytest.raises(UserError, match=r"stages\[0\]=3 is not allowed; allowed: an object"):
+        host_cost("resnet50", "tiny", {"image_size": 64}, "generator", path=bad)
+
+
 @pytest.mark.parametrize("argv, message", [(["calibrate", "host"], "no WORKLOAD given; allowed: .*--all"),
                                            (["calibrate", "host", "resnet50", "--all"], "--all is not allowed with")])
 def test_calibrate_asks_for_workloads_or_all(argv, message, tmp_path):

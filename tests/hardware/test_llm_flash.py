@@ -17,7 +17,8 @@ from hardware.model.llm.predict import decoder_shape
 from hardware.model.lowering import kernel_counts, lowered_ops, lowering_for
 from hardware.model.opgraph import Op, TensorSpec
 from hardware.model.profile import load_profile
-from hardware.model.target import ModelTarget, predict_cell
+from hardware.model.outcome import predict_cell
+from hardware.model.target import ModelTarget
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.settings import make_settings
@@ -31,7 +32,7 @@ def settings(**knobs):
 
 
 def predict(workload="llama2-7b", overrides=None, **knobs):
-    return predict_cell(workload, "tiny", overrides or {}, settings(**knobs), "ascend910b")
+    return predict_cell(Cell(workload=workload, overrides=overrides or {}, settings=settings(**knobs)), "ascend910b")
 
 
 def fa_op(kernel=flash.FORWARD_KERNEL, b=1, a=4, s=4096, d=128):

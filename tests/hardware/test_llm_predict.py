@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.model.target import predict_cell
+from hardware.model.outcome import predict_cell
+from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.settings import make_settings
 
-BASE = {"mode": "graph", "optimizer": "adamw", "batch_size": 2, "devices": 4, "parallel_mode": "semi_auto"}
+BASE = {"mode": "graph", "sink": True, "optimizer": "adamw", "batch_size": 2, "devices": 4,
+        "parallel_mode": "semi_auto"}
 
 
 def predict(**knobs):
-    return predict_cell("llama2-7b", "tiny", {}, make_settings({**BASE, **knobs}), "ascend910b")
+    return predict_cell(Cell(workload="llama2-7b", settings=make_settings({**BASE, **knobs})), "ascend910b")
 
 
 @pytest.mark.slow

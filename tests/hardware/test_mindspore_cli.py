@@ -48,7 +48,7 @@ def test_measure_runs_a_real_cell(scratch, private_cache, capsys, monkeypatch):
 
 
 def test_ratio_line_calls_an_effect_only_outside_both_intervals():
-    from hardware.mindspore.cli import ratio_line
+    from msbench.commands.measure import ratio_line
     from msbench.cell import Cell
     from msbench.records import Metrics, Record, StepStats
     from msbench.settings import Settings

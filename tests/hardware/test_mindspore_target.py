@@ -112,7 +112,7 @@ def test_unsupported_is_reported_without_running(toy_env, toy_cell):
 
 
 def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
-    from hardware.mindspore.cli import ratio_line
+    from msbench.commands.measure import ratio_line
     from msbench.runner import run_cells
 
     a, b = run_cells([toy_cell(mode="graph"), toy_cell(mode="graph", batch_size=32)], timeout=180.0)

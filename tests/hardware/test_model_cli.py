@@ -65,8 +65,7 @@ def test_list_hardware(capsys):
 
 
 def test_npu_profiles_default_to_the_full_preset_and_cpu_to_tiny():
-    from hardware.model.cli import default_preset
-    from hardware.model.profile import load_profile, profile_names
+    from hardware.model.profile import default_preset, load_profile, profile_names
     from msbench.cli import build_parser
 
     assert build_parser().parse_args(["predict", "resnet50"]).preset is None    # resolved per profile

@@ -73,19 +73,20 @@ def test_the_predicted_op_profile_sums_the_kernels_per_type():
 
 
 def test_the_model_target_predicts_inference_cells_and_adds_op_times_only_when_profiling(monkeypatch):
+    from hardware.model import outcome
     from hardware.model import target as model_target
     from msbench.cell import Cell
     from msbench.settings import make_settings
 
     seen = []
 
-    def fake_predict_cell(workload, preset, overrides, settings, profile_name, *, scenario="train"):
-        seen.append(scenario)
-        g, profile = mlp_step(32), load_profile(profile_name)
-        run = predict_inference if scenario == "inference" else predict
-        return model_target.CellPrediction(run(g, settings, profile, FakeHost()), g, profile)
+    def fake_model_prediction(plan):
+        seen.append(plan.cell.scenario)
+        g, profile = mlp_step(32), plan.profile
+        run = predict_inference if plan.cell.scenario == "inference" else predict
+        return outcome.CellPrediction(run(g, plan.settings, profile, FakeHost()), g, profile)
 
-    monkeypatch.setattr(model_target, "predict_cell", fake_predict_cell)
+    monkeypatch.setattr(outcome, "model_prediction", fake_model_prediction)
     cell = Cell(workload="resnet50", settings=make_settings({"mode": "graph"}), target="model:cpu", scenario="inference")
     plain = model_target.ModelTarget("cpu").run(cell)
     assert seen == ["inference"] and plain.metrics.op_profile == {}

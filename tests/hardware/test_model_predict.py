@@ -150,6 +150,35 @@ def test_sink_amortises_the_round_trip():
     assert epoch.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 100)
 
 
+def test_without_sink_the_batch_hand_over_is_serial_with_the_device():
+    """Model.train's non-sink loop hands the batch over on the thread that then waits for the loss: the
+    iterator's consumer CPU (per sample, at the host's core speed) adds to the step; under sink, and on a
+    host that is the device (its pipeline time already adds up), it does not."""
+    g = graph([matmul(256, 1024, 1024)], batch=64, steps_per_epoch=100)
+    host = FakeHost(consumer_s=2e-5)
+    handover = 2e-5 * 64 / B.host.core_speed
+    plain, bare = step(g, GRAPH, host=host), step(g, GRAPH)
+    assert plain.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 + handover)
+    assert plain.step_time_s == pytest.approx(bare.step_time_s + handover)
+    sunk = step(g, Settings(mode="graph", sink=True), host=host)
+    assert sunk.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 100)
+    on_cpu, cpu_bare = step(g, GRAPH, CPU, host), step(g, GRAPH, CPU)
+    assert on_cpu.breakdown["roundtrip"] == pytest.approx(cpu_bare.breakdown["roundtrip"])
+
+
+def test_the_nonsink_script_prices_the_hand_over_as_the_model_does(capsys):
+    from hardware.calibration import nonsink
+    from hardware.model.host_time import handover_seconds
+
+    entry = json.loads(nonsink.HOST_COST.read_text())["entries"]["resnet50/full/mindrecord"]
+    host = FakeHost(consumer_s=entry["consumer_seconds_per_sample"])
+    for name in ("ascend910a", "ascend910b"):
+        assert nonsink.terms(entry, 32, name)["handover"] == pytest.approx(
+            handover_seconds(32, GRAPH, load_profile(name), host))
+    assert "cpu" not in nonsink.accelerator_profiles()
+    assert nonsink.main(["--batch", "32"]) == 0 and "_loss_monitor.py" in capsys.readouterr().out
+
+
 def test_data_pipeline_overlaps_unless_prefetch_zero_and_scales_with_workers():
     g = graph([matmul(256, 1024, 1024)], batch=256)
     host = FakeHost(per_sample_s=1e-4)

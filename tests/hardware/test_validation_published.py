@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hardware.model.predict import predict  # noqa: E402
 from hardware.model.profile import load_profile  # noqa: E402
 from hardware.validation import report  # noqa: E402
-from hardware.validation.cases import PUBLISHED, UNITS, load_catalogue  # noqa: E402
+from hardware.validation.cases import PUBLISHED, SPLITS, UNITS, load_catalogue, split_of  # noqa: E402
 from hardware.validation.report import evaluate, render  # noqa: E402
 from model_graphs import FakeHost, mlp_step  # noqa: E402
 from msbench.cli import main  # noqa: E402
@@ -76,6 +76,7 @@ CASE = '''
 id = "{id}"
 expressible = true
 source = "https://example.org/{id}"
+split = "{split}"
 chip = "Ascend 910"
 mindspore = "2.3.1"
 figure = 30.0
@@ -87,18 +88,25 @@ workload = "resnet50"
 knobs = {knobs}
 '''
 GOOD = '{ mode = "graph", batch_size = 32, devices = 8 }'
+PAIR_SOURCE = "https://example.org/pair"            # a pair's two cases come from one source
+
+
+def case_text(id: str, knobs: str, source: str = "") -> str:
+    """One case of the template, in the part its source falls in."""
+    source = source or f"https://example.org/{id}"
+    return CASE.format(id=id, knobs=knobs, split=split_of(source)).replace(f"https://example.org/{id}", source)
 
 
 @pytest.mark.parametrize("text, field", [
-    (CASE.format(id="a", knobs='{ mode = "graph", batch_size = 32, devices = 8, warp_speed = 9 }'), "knob"),
-    (CASE.format(id="a", knobs='{ mode = "graph", batch_size = 32 }'), "knobs"),
-    (CASE.format(id="a", knobs=GOOD).replace('source = "https://example.org/a"\n', ""), "source"),
-    (CASE.format(id="a", knobs=GOOD).replace('published = { cards = 8 }', "published = {}"), "published"),
-    (CASE.format(id="a", knobs=GOOD).replace('"ms/step"', '"fps"'), "unit"),
-    (CASE.format(id="a", knobs=GOOD).replace('"ms/step"', '"tokens/s"'), "unit"),
-    (CASE.format(id="a", knobs=GOOD).replace("expressible = true", "expressible = false"), "why"),
-    (CASE.format(id="a", knobs=GOOD) + CASE.format(id="a", knobs=GOOD), "id"),
-    (CASE.format(id="a", knobs=GOOD) + CASE.format(id="b", knobs='{ mode = "graph", batch_size = 64, devices = 1 }')
+    (case_text("a", '{ mode = "graph", batch_size = 32, devices = 8, warp_speed = 9 }'), "knob"),
+    (case_text("a", '{ mode = "graph", batch_size = 32 }'), "knobs"),
+    (case_text("a", GOOD).replace('source = "https://example.org/a"\n', ""), "source"),
+    (case_text("a", GOOD).replace('published = { cards = 8 }', "published = {}"), "published"),
+    (case_text("a", GOOD).replace('"ms/step"', '"fps"'), "unit"),
+    (case_text("a", GOOD).replace('"ms/step"', '"tokens/s"'), "unit"),
+    (case_text("a", GOOD).replace("expressible = true", "expressible = false"), "why"),
+    (case_text("a", GOOD) + case_text("a", GOOD), "id"),
+    (case_text("a", GOOD, PAIR_SOURCE) + case_text("b", '{ mode = "graph", batch_size = 64, devices = 1 }', PAIR_SOURCE)
      + '[[pair]]\na = "a"\nb = "b"\ndiffers = "devices"\n', "differs"),
 ])
 def test_loader_refuses_what_a_reader_relies_on(tmp_path, text, field):
@@ -111,21 +119,21 @@ def test_loader_refuses_what_a_reader_relies_on(tmp_path, text, field):
 
 def test_a_pair_that_differs_in_one_knob_loads(tmp_path):
     path = tmp_path / "published.toml"
-    path.write_text(CASE.format(id="a", knobs=GOOD) + CASE.format(id="b", knobs='{ mode = "graph", batch_size = 32, devices = 1 }')
+    path.write_text(case_text("a", GOOD, PAIR_SOURCE) + case_text("b", '{ mode = "graph", batch_size = 32, devices = 1 }', PAIR_SOURCE)
                     + '[[pair]]\na = "b"\nb = "a"\ndiffers = "devices"\n')
     assert load_catalogue(path).pairs[0].differs == "devices"
 
 
 def test_errors_medians_and_ratios_follow_the_predictions():
     data = evaluate(CATALOGUE, "ascend910a", scaled(1.2, {"docs0.5-resnet50-b256-8p": 2.0},
-                                                     oom=frozenset({"modelzoo-bert-base-b256-8p"})))
+                                                     oom=frozenset({"docs0.5-bert-large-b96-8p"})), part="locked")
     rows = {r["id"]: r for r in data["cases"]}
-    assert set(rows) == {c.id for c in CATALOGUE.expressible("ascend910a")}
+    assert set(rows) == {c.id for c in CATALOGUE.part("locked").expressible("ascend910a")}
     assert rows["docs0.5-resnet50-b256-8p"]["step_error"] == pytest.approx(1.0)
     assert rows["docs0.5-resnet50-b256-8p"]["predicted"] == pytest.approx(16600 / 2.0)       # img/s, converted
     s = data["summary"]
     assert s["step_median_abs_error"] == pytest.approx(statistics.median(abs(r["step_error"]) for r in rows.values()))
-    assert s["oom_verdicts_right"] == s["oom_verdicts"] - 1 and not rows["modelzoo-bert-base-b256-8p"]["oom_verdict_right"]
+    assert s["oom_verdicts_right"] == s["oom_verdicts"] - 1 and not rows["docs0.5-bert-large-b96-8p"]["oom_verdict_right"]
     pairs = {(p["a"], p["b"]): p for p in data["pairs"]}
     scaling = pairs[("docs0.5-resnet50-b256-1p", "docs0.5-resnet50-b256-8p")]
     assert scaling["published_ratio"] == pytest.approx(16600 / 2115)
@@ -134,7 +142,7 @@ def test_errors_medians_and_ratios_follow_the_predictions():
     chip = pairs[("mindcv-resnet50-b32-8p-910", "mindcv-resnet50-b32-8p-910b")]   # reported under both chips
     assert chip["predicted_ratio"] == pytest.approx(chip["published_ratio"]) and chip["within_goal"]
     text = render(data)
-    assert "docs0.5-resnet50-b256-8p" in text and "+100%" in text and "WRONG" in text and "NEZHA" in text
+    assert "docs0.5-resnet50-b256-8p" in text and "+100%" in text and "WRONG" in text and "THOR" in text
 
 
 def test_a_ratio_on_the_wrong_side_of_one_is_flagged():
@@ -197,7 +205,7 @@ def test_a_skipped_case_stays_in_the_table_marked():
         calls.append(case.id)
         return Stub(case.published_step_s)
 
-    data = evaluate(CATALOGUE, "ascend910a", predictor, skip=["docs0.5-bert-large-b96-1p"])
+    data = evaluate(CATALOGUE, "ascend910a", predictor, skip=["docs0.5-bert-large-b96-1p"], part="locked")
     row = next(r for r in data["cases"] if r["id"] == "docs0.5-bert-large-b96-1p")
     assert row["failed"] == report.SKIPPED and "docs0.5-bert-large-b96-1p" not in calls
     assert data["summary"]["skipped"] == 1 and data["summary"]["failed"] == 0
@@ -205,4 +213,64 @@ def test_a_skipped_case_stays_in_the_table_marked():
     assert pair["predicted_ratio"] is None
     assert "skipped (--skip)" in render(data) and "(1 skipped)" in render(data)
     with pytest.raises(ConfigError, match="--skip"):
-        evaluate(CATALOGUE, "ascend910a", predictor, skip=["mindyolo-yolov5s-b32-8p-910b-typo"])
+        evaluate(CATALOGUE, "ascend910a", predictor, skip=["mindyolo-yolov5s-b32-8p-910b-typo"], part="locked")
+
+
+def test_every_case_is_in_the_part_of_its_source_and_no_pair_straddles():
+    for case in CATALOGUE.cases:
+        assert case.split in SPLITS and case.split == split_of(case.source), case.id
+    for pair in CATALOGUE.pairs:
+        assert CATALOGUE.case(pair.a).split == CATALOGUE.case(pair.b).split == pair.split, (pair.a, pair.b)
+    by_source: dict[str, set[str]] = {}
+    for case in CATALOGUE.cases:
+        by_source.setdefault(case.source, set()).add(case.split)
+    assert all(len(parts) == 1 for parts in by_source.values())
+    dev, locked = CATALOGUE.part("dev"), CATALOGUE.part("locked")
+    assert dev.expressible() and locked.expressible()
+    assert len(dev.cases) + len(locked.cases) == len(CATALOGUE.cases)
+    assert len(dev.pairs) + len(locked.pairs) == len(CATALOGUE.pairs)
+
+
+def test_the_loader_refuses_a_moved_case_and_a_straddling_pair(tmp_path):
+    path = tmp_path / "published.toml"
+    text = case_text("a", GOOD)
+    other = "locked" if split_of("https://example.org/a") == "dev" else "dev"
+    path.write_text(text.replace(f'split = "{split_of("https://example.org/a")}"', f'split = "{other}"'))
+    with pytest.raises(ConfigError) as err:
+        load_catalogue(path)
+    assert err.value.field == "split"
+    dev = next(f"https://example.org/s{i}" for i in range(100) if split_of(f"https://example.org/s{i}") == "dev")
+    locked = next(f"https://example.org/s{i}" for i in range(100) if split_of(f"https://example.org/s{i}") == "locked")
+    path.write_text(case_text("a", GOOD, dev) + case_text("b", '{ mode = "graph", batch_size = 32, devices = 1 }', locked)
+                    + '[[pair]]\na = "a"\nb = "b"\ndiffers = "devices"\n')
+    with pytest.raises(ConfigError) as err:
+        load_catalogue(path)
+    assert err.value.field == "split"
+
+
+def test_validate_reports_the_dev_part_and_the_locked_part_only_when_asked(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(report, "model_predictor", scaled(1.0))
+    for profile in ("ascend910a", "ascend910b"):
+        assert main(["validate", "--profile", profile, "--out", str(tmp_path), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["part"] == "dev"
+        assert {r["id"] for r in data["cases"]} == {c.id for c in CATALOGUE.part("dev").expressible(profile)}
+        assert main(["validate", "--profile", profile, "--locked", "--out", str(tmp_path), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["part"] == "locked"
+        assert {r["id"] for r in data["cases"]} == {c.id for c in CATALOGUE.part("locked").expressible(profile)}
+
+
+def test_a_same_script_sink_pair_loads_and_is_reported(tmp_path):
+    """Issue 41: a sink on/off pair of one source is a one-knob pair like any other (none is in the file yet)."""
+    path = tmp_path / "published.toml"
+    sunk = '{ mode = "graph", batch_size = 32, devices = 8, sink = true }'
+    path.write_text(case_text("a", GOOD, PAIR_SOURCE) + case_text("b", sunk, PAIR_SOURCE)
+                    + '[[pair]]\na = "a"\nb = "b"\ndiffers = "sink"\n')
+    catalogue = load_catalogue(path)
+    assert catalogue.pairs[0].differs == "sink"
+    part = catalogue.pairs[0].split
+    data = evaluate(catalogue, "ascend910a", scaled(1.0, {"b": 0.5}), part=part)
+    pair = data["pairs"][0]
+    assert pair["published_ratio"] == pytest.approx(1.0) and pair["predicted_ratio"] == pytest.approx(2.0)
+    assert "b / a | sink" in render(data)

@@ -52,3 +52,23 @@ def test_cell_from_args_types_overrides_and_refuses_bad_fields():
     args = build_parser().parse_args(["predict", "resnet50", "--override", "colour=red"])
     with pytest.raises(ConfigError, match="colour"):
         cell_from_args(args, "model:ascend910b")
+
+
+@pytest.mark.parametrize("module, body, why", [
+    ("no_target_a", "class T:\n    pass\n", "TypeError: T() takes no arguments"),
+    ("no_target_b", "def T(**options):\n    return 3\n", "it made a int, which has no name, isolate, supports() and run()"),
+])
+def test_an_entry_point_that_is_no_target_class_is_one_line(tmp_path, monkeypatch, capsys, module, body, why):
+    """An installed `msbench.targets` entry point is trusted code, but not necessarily a target."""
+    import msbench.plugins as plugins
+
+    (tmp_path / f"{module}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "installed", lambda group: (("t", f"{module}:T"),) if group == plugins.TARGET_GROUP
+                        else ())
+    matrix = tmp_path / "m.toml"
+    matrix.write_text('name = "m"\ntargets = ["t"]\n[[workloads]]\nname = "resnet50"\n')
+    assert main(["run", str(matrix), "--out", str(tmp_path / "runs"), "--run-id", "r", "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"msbench run: error: target='t' is not allowed; allowed: a target class "
+                                       f"({module}:T is not one: {why})\n")
+    assert not (tmp_path / "runs" / "r.jsonl").exists()

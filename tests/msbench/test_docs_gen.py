@@ -64,7 +64,7 @@ def without_sizes(page: str) -> str:
 def test_the_workload_page_is_current_but_for_the_sizes(monkeypatch):
     """Every column but the sizes, which need a compile of each full network (minutes cold): a workload added,
     renamed or given another preset, input or metric makes the page stale here."""
-    from workloads import summary
+    from msbench.commands import summary
     from workloads.registry import get_workload
 
     def row_without_compile(name: str) -> dict:

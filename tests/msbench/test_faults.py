@@ -1,8 +1,10 @@
 """Issue 14's fault cases: one writer per run, a full disk, killed commands and their children, bad cache
 entries and locks. Each test starts what it needs (processes, a tmpfs) and removes it."""
 
+import contextlib
 import errno
 import fcntl
+import importlib.util
 import json
 import math
 import os
@@ -246,27 +248,53 @@ def test_a_wrong_shaped_opgraph_entry_is_a_miss(tmp_path, monkeypatch, junk):
     assert cache_get(CACHE_KIND, "g", OpGraph.from_dict) is None            # the validator graph.py passes
 
 
+def hold_lock(lock, foreign):
+    """A process holding an exclusive flock on `lock`, and its PID: our child, or (`foreign`) an orphan that
+    is neither our descendant nor our ancestor (its parent exited), as another user's run would be."""
+    hold = f"import fcntl, os, time; f = open({str(lock)!r}, 'a'); fcntl.flock(f, fcntl.LOCK_EX); " \
+           "print(os.getpid(), flush=True); time.sleep(60)"
+    argv = [sys.executable, "-c", hold]
+    if foreign:
+        argv = [sys.executable, "-c", f"import subprocess; subprocess.Popen({argv!r}, start_new_session=True)"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    return proc, int(proc.stdout.readline())
+
+
 def test_a_lock_wait_says_who_holds_it_and_ends(tmp_path, capsys):
     from msbench.cache import file_lock
 
     lock = tmp_path / ".k.lock"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, sys, time
-        f = open({str(lock)!r}, "a"); fcntl.flock(f, fcntl.LOCK_EX); print("held", flush=True); time.sleep(60)
-    """)], stdout=subprocess.PIPE, text=True)
+    proc, holder = hold_lock(lock, foreign=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert holder not in [c.pid for c in psutil.Process().children(recursive=True)]
         started = time.time()
-        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder.pid}"):
+        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder}"):
             with file_lock(lock, timeout=0.5):
                 pass
         assert time.time() - started < 5
-        assert f"waiting for the lock on {lock} held by PID {holder.pid}" in capsys.readouterr().err
+        assert f"waiting for the lock on {lock} held by PID {holder}" in capsys.readouterr().err
     finally:
-        holder.kill()
-        holder.wait()
+        os.kill(holder, signal.SIGKILL)
+        proc.wait()
+    wait_for(lambda: not psutil.pid_exists(holder) or psutil.Process(holder).status() == psutil.STATUS_ZOMBIE)
     with file_lock(lock, fcntl.LOCK_EX, timeout=1):                          # released by the kernel
         pass
+
+
+def test_a_lock_held_by_our_own_child_is_waited_for_without_a_message(tmp_path, capsys):
+    """A run waiting on its own compile child (the host turnstile) is not 'held by another process'."""
+    from msbench.cache import file_lock
+
+    lock = tmp_path / ".host.turnstile"
+    proc, holder = hold_lock(lock, foreign=False)
+    try:
+        with pytest.raises(UserError, match=f"timed out after 0.5 s waiting for the lock on .* held by PID {holder}"):
+            with file_lock(lock, timeout=0.5):
+                pass
+        assert "waiting for the lock" not in capsys.readouterr().err
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_lock_path_that_is_a_directory_is_one_line(tmp_path, monkeypatch):
@@ -326,26 +354,37 @@ def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path
     assert_nothing_survives(marked_env)
 
 
-def test_a_daemon_that_never_accepts_its_stop_is_killed_by_its_argv(tmp_path, marked_env):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_daemon_that_never_accepts_its_stop_is_killed_and_a_lookalike_is_not(tmp_path, marked_env, sig):
     """The last resort: a dataset-cache server refused `--stop` for the whole retry window once (CI, under
-    load) and outlived its cell. Here the stop always fails; the daemon, in a session of its own, dies
-    because its argv holds the scope's `kill_matching` words."""
+    load) and outlived its cell. Here the stop always fails and the daemon left our tree (its parent exited,
+    it has a session of its own); it dies because it carries the scope's token. A process with the same argv
+    that the scope did not start (another user's server on the same binary and port) is not signalled."""
     word = f"msbench-test-daemon-{tmp_path.name}"
+    sleeper = [sys.executable, "-c", "import time; time.sleep(300)", word]
     parent = tmp_path / "parent.py"
     parent.write_text(textwrap.dedent(f"""
-        import subprocess, sys, time
+        import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from msbench.child import ChildScope
-        with ChildScope(cleanup=[["false"]], kill_matching=[["-c", {word!r}]]):
-            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {word!r}], start_new_session=True)
+        from msbench.child import ChildScope, raise_on_sigterm
+        raise_on_sigterm()
+        with ChildScope(cleanup=[["false"]]) as scope:
+            scope.start([sys.executable, "-c", "import subprocess; subprocess.Popen({sleeper!r}, start_new_session=True)"])
             print("started", flush=True)
             time.sleep(300)
     """))
+    lookalike = subprocess.Popen(sleeper, env=marked_env, start_new_session=True)
     proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "started"
-    wait_for(lambda: any(word in text for _, text in described(marked_env)), what="the daemon")
-    proc.kill()
+    with_word = lambda: sorted(p.pid for p, text in described(marked_env) if word in text)  # noqa: E731
+    wait_for(lambda: len(with_word()) == 2, what="the daemon")
+    proc.send_signal(sig)
     proc.wait()
+    wait_for(lambda: with_word() == [lookalike.pid], 20, "the daemon to die")
+    time.sleep(0.5)
+    assert lookalike.poll() is None, "the lookalike was signalled"
+    lookalike.kill()
+    lookalike.wait()
     assert_nothing_survives(marked_env)
 
 
@@ -407,6 +446,49 @@ def test_killing_measure_stops_its_worker_and_dataset_cache_server(tmp_path, mar
     """The reported case: `measure` with cache=true kept measuring, with its cache server, for 40 s."""
     kill_once_started(["measure", "resnet50", "--set", "data_format=mindrecord", "--set", "cache=true"], marked_env,
                       "dataset-cache-server", sig)
+
+
+def test_a_killed_dataset_cache_servers_lookalike_is_not_signalled(tmp_path, marked_env):
+    """The watchdog used to kill every process whose argv held the server binary and port, like `pkill -f`:
+    as root, another user's server. A process with exactly that argv, not started by us, must survive."""
+    if importlib.util.find_spec("mindspore") is None:
+        pytest.skip("mindspore is not installed")
+    from hardware.mindspore.dataset_cache import cache_binary
+
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from hardware.mindspore.dataset_cache import DatasetCacheServer
+        with DatasetCacheServer() as server:
+            print(server.port, flush=True)
+            time.sleep(300)
+    """))
+    proc = subprocess.Popen([sys.executable, str(parent)], env=marked_env, stdout=subprocess.PIPE, text=True)
+    port = proc.stdout.readline().strip()
+    assert port.isdigit(), "the server did not start"
+    server = str(cache_binary().with_name("dataset-cache-server"))
+    lookalike = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", server, port],
+                                 env=marked_env, start_new_session=True)
+    def servers():
+        """The processes whose argv holds the server binary and the port (what the old watchdog killed)."""
+        found = []
+        for proc, _ in described(marked_env):
+            with contextlib.suppress(psutil.Error):
+                if {server, port} <= set(proc.cmdline()):
+                    found.append(proc.pid)
+        return sorted(found)
+
+    real = [pid for pid in wait_for(lambda: len(servers()) == 2 and servers(), what="the server and its lookalike")
+            if pid != lookalike.pid]
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: real[0] not in servers(), 20, "the server to stop")
+    time.sleep(0.5)
+    assert lookalike.poll() is None, "the lookalike was signalled"
+    lookalike.kill()
+    lookalike.wait()
+    assert_nothing_survives(marked_env)
 
 
 @pytest.mark.slow

@@ -96,3 +96,36 @@ def test_a_second_nightly_in_the_same_checkout_refuses(origin, monkeypatch, caps
         monkeypatch.chdir(origin)
         assert main(["nightly"]) == 2
     assert "another msbench nightly is running" in capsys.readouterr().err
+
+
+def test_a_missing_interpreter_is_refused_before_asv_runs(origin, monkeypatch, capsys):
+    import msbench.nightly as nightly
+
+    monkeypatch.setattr(nightly, "asv", lambda *a, **k: pytest.fail("asv ran"))
+    monkeypatch.chdir(origin)
+    assert main(["nightly", "--python", "/nonexistent/python"]) == 2
+    assert capsys.readouterr().err == ("msbench nightly: error: --python='/nonexistent/python' is not allowed; "
+                                       "allowed: a Python interpreter with MindSpore and asv_runner "
+                                       "(not an executable file)\n")
+    monkeypatch.setenv("MSBENCH_ASV_PYTHON", "/bin/false")
+    assert main(["nightly"]) == 2
+    assert capsys.readouterr().err.startswith("msbench nightly: error: $MSBENCH_ASV_PYTHON='/bin/false' is not "
+                                              "allowed; allowed: a Python interpreter with MindSpore and asv_runner "
+                                              "(`/bin/false -c 'import asv_runner'` failed")
+
+
+@pytest.mark.parametrize("target, plugins, message", [
+    ("os:system", "", "$MSBENCH_TARGET: target='os:system' is not allowed; allowed: mindspore:cpu, "),
+    ("os:system", "os:system", "target='os:system' is not allowed; allowed: a target class (os:system is not one: "
+                               "TypeError: system() missing required argument 'command' (pos 1))"),
+])
+def test_a_bad_msbench_target_is_refused_before_asv_runs(origin, monkeypatch, capsys, target, plugins, message):
+    import msbench.nightly as nightly
+
+    monkeypatch.setattr(nightly, "asv", lambda *a, **k: pytest.fail("asv ran"))
+    monkeypatch.setenv("MSBENCH_TARGET", target)
+    monkeypatch.setenv("MSBENCH_ALLOW_PLUGINS", plugins)
+    monkeypatch.chdir(origin)
+    assert main(["nightly"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"msbench nightly: error: {message}"), err

@@ -116,8 +116,8 @@ def test_a_schema_1_record_is_rerun_on_a_fingerprinting_target(tmp_path, support
     moved = []
     for line in FIXTURE.read_text().splitlines():     # the fixture's records, as if made on this target
         data = json.loads(line)
-        data.pop("cell_id")
-        data["cell"] = {**data["cell"], "target": "support_targets:FingerprintedTarget"}
+        data.pop("cell_id")                           # both ids name the old target's cell: a new target, a new id
+        data["cell"] = {k: v for k, v in data["cell"].items() if k != "id"} | {"target": "support_targets:FingerprintedTarget"}
         moved.append(json.dumps(data) + "\n")
     (runs / "grid.jsonl").write_text("".join(moved))
     result = run_matrix(path, plugins=FINGERPRINTED, out=runs, run_id="grid", resume=True, progress=False)

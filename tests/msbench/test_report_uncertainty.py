@@ -1,7 +1,9 @@
-"""Verdict robustness: real predict() on small hand-built graphs, each estimate at the ends of its range."""
+"""Verdict robustness: real predict() on small hand-built graphs, each estimate at the ends of its range,
+stored in the records as the prediction path stores them; the report reads only the records."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,10 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardware"))
 
 from model_graphs import FakeHost, mlp_step  # noqa: E402
-from hardware.model.graph import GraphNotCached
+from hardware.model.estimate_ends import estimate_ends
+from hardware.model.outcome import CellPrediction, prediction_metrics
 from hardware.model.predict import predict
-from hardware.model.profile import load_profile, with_estimate
-from hardware.model.target import prediction_metrics
+from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.records import Record
 from msbench.report import claims, uncertainty
@@ -26,22 +28,34 @@ from msbench.settings import make_settings
 BATCH = {"model:ascend910a": 16, "model:ascend910b": 4096}
 
 
-def inputs(record: Record, profile):
-    return mlp_step(BATCH[record.cell.target]), FakeHost()
+def predicted_record(cell: Cell) -> Record:
+    """A device-model record as hardware/model/outcome.py makes it: the prediction and its range ends."""
+    graph, profile = mlp_step(BATCH[cell.target]), load_profile(cell.target.split(":")[1])
+    pred = predict(graph, cell.settings, profile, FakeHost())
+    metrics = prediction_metrics(pred.to_dict())
+    metrics.extra["estimate_ends"] = estimate_ends(CellPrediction(pred, graph, profile, FakeHost()), cell.settings,
+                                                   llm=False)
+    return Record(cell=cell, status="oom" if pred.oom else "ok", metrics=metrics,
+                  provenance={"commit": "c" * 40}, started_at=1.0)
 
 
 def model_record(target: str, mode: str) -> Record:
     settings = make_settings({"mode": mode})
-    cell = Cell(workload="mlp", preset="full", settings=settings, target=target, label="base" if mode == "graph" else mode)
-    pred = predict(mlp_step(BATCH[target]), settings, load_profile(target.split(":")[1]), FakeHost())
-    return Record(cell=cell, status="ok", metrics=prediction_metrics(pred.to_dict()),
-                  provenance={"commit": "c" * 40}, started_at=1.0)
+    return predicted_record(Cell(workload="mlp", preset="full", settings=settings, target=target,
+                                 label="base" if mode == "graph" else mode))
+
+
+def robustness(records):
+    by_target = {}
+    for r in records:
+        by_target.setdefault(r.cell.target, []).append(r)
+    return {(f.claim, f.target): f for t, recs in by_target.items() for f in uncertainty.target_robustness(recs, t)}
 
 
 @pytest.fixture(scope="module")
 def found():
     records = [model_record(t, m) for t in BATCH for m in ("graph", "pynative")]
-    return uncertainty.robustness(RecordSet.of(records), inputs), records
+    return robustness(records), records
 
 
 def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant(found):
@@ -55,8 +69,8 @@ def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant
              if r.target == "model:ascend910b"}
     assert shown["graph_mode"] == claims.HOLDS
     # the re-judgement that reuses the pairing agrees with judging from scratch
-    low = with_estimate(load_profile("ascend910b"), "launch.pynative_us", 25.0)
-    moved = [uncertainty.repredicted(r, *inputs(r, low), low) for r in records if r.cell.target == "model:ascend910b"]
+    moved = [uncertainty.at_end(r, "launch.pynative_us", "25") if "launch.pynative_us" in uncertainty.estimate_ends(r)
+             else r for r in records if r.cell.target == "model:ascend910b"]
     assert uncertainty.judge(moved, "model:ascend910b").verdicts["graph_mode"] == claims.PARTLY
     table = uncertainty.flips_table(result)
     assert table[["claim", "constant", "at", "verdict there"]].values.tolist() == \
@@ -72,25 +86,18 @@ def test_a_verdict_that_survives_every_range_end_is_robust(found):
     assert result[("sink", "model:ascend910a")].text == ""       # no cells: nothing to judge
 
 
-def test_stale_records_and_missing_graphs_are_said_not_checked(found, tmp_path, monkeypatch):
+def test_records_without_range_ends_are_said_not_checked(found):
     _, records = found
     b_records = [r for r in records if r.cell.target == "model:ascend910b"]
-    # PyNative recorded as fast as graph mode: not what the model predicts now
-    off = [b_records[0], Record(cell=b_records[1].cell, status="ok", provenance=b_records[1].provenance,
-                                metrics=b_records[0].metrics)]
-    stale = uncertainty.robustness(RecordSet.of(off), inputs)[("graph_mode", "model:ascend910b")]
-    assert stale.text.startswith("not checked: the records are stale")
-    # the report's own lookup never compiles: an empty cache is said, not filled
-    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path))
-    cells = [Cell(workload="resnet50", preset="tiny", settings=make_settings({"mode": m}), target="model:ascend910b",
-                  label=m) for m in ("graph", "pynative")]
-    with pytest.raises(GraphNotCached):
-        uncertainty.cached_inputs(Record(cell=cells[0], status="ok"), load_profile("ascend910b"))
-    unseen = [Record(cell=c, status="ok", metrics=r.metrics, provenance=r.provenance) for c, r in zip(cells, b_records)]
-    missing = uncertainty.robustness(RecordSet.of(unseen))
-    assert missing[("graph_mode", "model:ascend910b")].text.startswith("not checked: no cached graph of resnet50")
-    assert missing[("sink", "model:ascend910b")].text == ""        # no cells: nothing to check
-    assert not list(tmp_path.rglob("*.json"))
+    bare = [dataclasses.replace(r, metrics=dataclasses.replace(r.metrics, extra={"detail": r.metrics.extra["detail"]}))
+            for r in b_records]
+    (missing,) = [f for f in uncertainty.target_robustness(bare, "model:ascend910b") if f.claim == "graph_mode"]
+    assert missing.text.startswith("not checked: mlp: a record has no estimate range ends")
+    llm = [dataclasses.replace(r, metrics=dataclasses.replace(
+        r.metrics, extra={**r.metrics.extra, "estimate_ends": {"unread": "the LLM composition's ends ..."}}))
+        for r in b_records]
+    (said,) = [f for f in uncertainty.target_robustness(llm, "model:ascend910b") if f.claim == "graph_mode"]
+    assert said.text == "not checked: mlp: the LLM composition's ends ..."
 
 
 def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeypatch):
@@ -98,11 +105,10 @@ def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeyp
     calls = []
     real = uncertainty.target_robustness
 
-    def counted(recs, target, lookup):
+    def counted(recs, target):
         calls.append(target)
-        return real(recs, target, lookup)
+        return real(recs, target)
 
-    monkeypatch.setattr(uncertainty, "cached_inputs", inputs)
     monkeypatch.setattr(uncertainty, "target_robustness", counted)
     now = RecordSet.of(records)
     first = uncertainty.robustness(now)
@@ -117,37 +123,29 @@ def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeyp
 def test_a_tip_verdict_that_hangs_on_a_tip_estimate_says_so():
     """SOMAS' packing loss (tips.somas_packing_loss, 0-1) is varied like a profile's own estimates: at 1
     the plan packs no better than the pool, and memory reuse no longer saves memory."""
-    target, profile = "model:ascend910b", load_profile("ascend910b")
+    target = "model:ascend910b"
 
     def reuse_record(level: str) -> Record:
         settings = make_settings({"mode": "graph", "memory_optimize_level": level})
-        cell = Cell(workload="mlp", preset="full", settings=settings, target=target,
-                    label="base" if level == "O0" else f"memory_optimize_level={level}")
-        pred = predict(mlp_step(BATCH[target]), settings, profile, FakeHost())
-        return Record(cell=cell, status="ok", metrics=prediction_metrics(pred.to_dict()),
-                      provenance={"commit": "c" * 40}, started_at=1.0)
+        return predicted_record(Cell(workload="mlp", preset="full", settings=settings, target=target,
+                                     label="base" if level == "O0" else f"memory_optimize_level={level}"))
 
     records = [reuse_record("O0"), reuse_record("O1")]
     assert "tips.somas_packing_loss" in uncertainty.estimates_read(records[1])
-    result = uncertainty.robustness(RecordSet.of(records), inputs)[("memory_reuse", target)]
+    result = robustness(records)[("memory_reuse", target)]
     assert result.text == "uncertain — depends on tips.somas_packing_loss (0–1)"
     (flip,) = result.flips
     assert flip.value == 1.0 and flip.shipped == claims.HOLDS and flip.verdict != claims.HOLDS
     assert "SOMAS" in flip.estimate.reason
 
 
-def test_the_report_predicts_a_tip_cell_again_with_its_pipelines_calibrated_modes(monkeypatch):
-    """A cell with a tip knob that reads hardware/calibration/pipeline_modes.json gets the same host as the
-    device-model target gives it, or its re-prediction could not apply the knob."""
-    from hardware.model import target as model_target
-    from hardware.model.pipeline_modes import modes_of
+def test_the_report_reads_records_only():
+    """`msbench report` imports nothing of the device model (hardware.model), so it cannot predict; the one
+    exception is the op-class table the per-op report groups measured op types by (perop.py)."""
+    import subprocess
 
-    monkeypatch.setattr(model_target, "cell_graph", lambda *args, **kwargs: mlp_step(16))
-    profile = load_profile("ascend910b")
-
-    def host_of(**knobs):
-        cell = Cell(workload="resnet50", preset="full", settings=make_settings({"mode": "graph", **knobs}),
-                    target="model:ascend910b", label="x")
-        return uncertainty.cached_inputs(Record(cell=cell, status="ok"), profile)[1]
-
-    assert modes_of(host_of(python_multiprocessing=True)) is not None and modes_of(host_of()) is None
+    code = ("import sys, msbench.report.build, msbench.report.uncertainty; "
+            "print(sorted(m for m in sys.modules if m.startswith('hardware.model') and m != 'hardware.model'"
+            " and m != 'hardware.model.opclass'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

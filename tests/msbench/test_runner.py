@@ -127,3 +127,41 @@ def test_a_long_reason_keeps_its_first_line_the_traceback_start_and_the_error():
     assert clipped.endswith("ValueError: hidden must be at least 1, got 0\n")
     assert "characters cut" in clipped and len(clipped) <= REASON_CHARS + 64
     assert clip_reason("exit code 1\nshort") == "exit code 1\nshort"
+
+
+DEFERRING = "support_targets:DeferringTarget"
+
+
+def test_predictions_are_recorded_before_any_accuracy_training(tmp_path, support_path, capsys):
+    """`make bench` shows its prediction table before the trainings: every cell is predicted and written
+    first, then trained baseline first, and the run file's last record of each cell has its accuracy."""
+    import support_targets
+
+    support_targets.DeferringTarget.log = []
+    path = matrix(tmp_path, DEFERRING, [1, 7, 9], accuracy=True)
+    result = run_matrix(path, plugins=(DEFERRING,), out=tmp_path / "runs", progress=True)
+    log = support_targets.DeferringTarget.log
+    assert [kind for kind, _ in log] == ["predict"] * 3 + ["train"] * 3 and log[3] == ("train", 1)
+    out = capsys.readouterr()
+    assert out.out.index("predictions (accuracy follows)") < out.out.rindex("cells recorded in")
+    assert "accuracy: 3 cell(s) to train" in out.err            # not a terminal: progress as lines
+    lines = RunStore(result.path).load()
+    assert len(lines) == 6 and all("pending" in r.metrics.extra["accuracy_run"] for r in lines[:3])
+    final = {r.cell.settings.seed: r for r in lines[3:]}
+    assert final[7].metrics.accuracy_delta_pp == pytest.approx(0.6) and final[1].metrics.accuracy_delta_pp == 0.0
+
+
+def test_a_run_interrupted_during_the_trainings_resumes_them_without_predicting_again(tmp_path, support_path):
+    import support_targets
+    from msbench.runner import RunInterrupted
+
+    support_targets.DeferringTarget.log = []
+    support_targets.DeferringTarget.interrupt_seed = 9
+    path = matrix(tmp_path, DEFERRING, [1, 7, 9], accuracy=True)
+    with pytest.raises(RunInterrupted):
+        run_matrix(path, plugins=(DEFERRING,), out=tmp_path / "runs", run_id="r", progress=False)
+    support_targets.DeferringTarget.log = []
+    result = run_matrix(path, plugins=(DEFERRING,), out=tmp_path / "runs", run_id="r", resume=True, progress=False)
+    assert support_targets.DeferringTarget.log == [("train", 9)]
+    latest = {r.cell_id: r for r in RunStore(result.path).load()}
+    assert all(r.metrics.accuracy is not None and r.metrics.accuracy_delta_pp is not None for r in latest.values())

@@ -1,7 +1,8 @@
 import pytest
 
 from msbench.errors import ConfigError
-from msbench.settings import DEFAULTS, RULES, Settings, knob_table, make_settings, parse_assignments, recorded_settings
+from hardware.capabilities import knob_table
+from msbench.settings import DEFAULTS, RULES, Settings, make_settings, parse_assignments, recorded_settings
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
                 "grad_accum", "recompute", "workers", "prefetch", "data_format", "cache", "sink", "sink_size",

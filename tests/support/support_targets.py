@@ -117,3 +117,32 @@ def running_node() -> str:
         return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "local"
     except ImportError:
         return "local"
+
+
+class DeferringTarget(InlineTarget):
+    """Inline, like the device model: predicts each cell, and adds its accuracy later when the runner asks
+    (`add_accuracy`); every call is logged in order, so a test can see predictions come first. The
+    accuracy of seed 8 is interrupted once (a Ctrl-C during the trainings)."""
+
+    log: list[tuple[str, int]] = []
+    interrupt_seed: int | None = None
+
+    def __init__(self, accuracy: bool = False, accuracy_seeds: int = 1, defer_accuracy: bool = False) -> None:
+        super().__init__("0", accuracy, accuracy_seeds)
+        self.defer_accuracy = defer_accuracy
+
+    def run(self, cell: Cell) -> Record:
+        DeferringTarget.log.append(("predict", cell.settings.seed))
+        record = super().run(cell)
+        record.metrics.accuracy = None
+        if self.accuracy and not self.defer_accuracy:
+            self.add_accuracy(record)
+        return record
+
+    def add_accuracy(self, record: Record) -> None:
+        seed = record.cell.settings.seed
+        if seed == DeferringTarget.interrupt_seed:
+            DeferringTarget.interrupt_seed = None
+            raise KeyboardInterrupt
+        DeferringTarget.log.append(("train", seed))
+        record.metrics.accuracy = 0.5 + seed / 1000

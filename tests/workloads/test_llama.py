@@ -120,7 +120,7 @@ def test_the_flop_formula_is_the_counters_on_the_real_tiny_networks(name, scratc
 
 
 def test_workload_listing_sizes_the_full_llms_from_their_config(private_cache):
-    from workloads.summary import workload_row
+    from msbench.commands.summary import workload_row
 
     row = workload_row("llama2-7b")
     assert row["params"] == 6_738_415_616 and row["input_shape"] == "input_ids 4096"

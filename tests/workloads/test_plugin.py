@@ -99,7 +99,7 @@ def test_the_tutorial_plugin_runs_on_the_device_model_and_the_cpu_target(plugin_
 
 
 def test_list_workloads_shows_plugins_and_zoos_beside_the_built_ins(plugin_path, monkeypatch):
-    from workloads import summary
+    from msbench.commands import summary
 
     points = {registry.WORKLOAD_GROUP: (("tiny-cnn", SPEC),)}
     monkeypatch.setattr(registry, "installed", lambda group: points.get(group, ()))

@@ -18,7 +18,7 @@ def wl():
 
 
 def test_full_network_has_the_published_parameter_count(wl, scratch):
-    from workloads.summary import trainable_params
+    from msbench.commands.summary import trainable_params
 
     network = wl.build_network(wl.preset("full"))
     assert trainable_params(network) == pytest.approx(PUBLISHED_PARAMS, rel=0.005)

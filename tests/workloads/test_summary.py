@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from msbench.commands import summary
 from msbench.errors import UserError
-from workloads import registry, summary
+from workloads import registry
 
 RESNET50_PARAMS = 25_557_032
 # Published: ResNet-50 at 224x224 has 4.09 G multiply-accumulates in its convolutions and classifier

@@ -25,7 +25,7 @@ def tensor(array, dtype=np.float32):
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_full_network_has_the_published_parameter_count(name, scratch):
-    from workloads.summary import trainable_params
+    from msbench.commands.summary import trainable_params
 
     wl = get_workload(name)
     assert trainable_params(wl.build_network(wl.preset("full"))) == pytest.approx(PUBLISHED[name][0], rel=TOLERANCE)

@@ -67,7 +67,7 @@ def test_zoo_sources_include_mindcvs_models(tmp_path):
 
 @pytest.mark.slow
 def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
-    from workloads.summary import trainable_params
+    from msbench.commands.summary import trainable_params
 
     counts = {}
     for name in PEERS:
@@ -80,7 +80,7 @@ def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
 
 @pytest.mark.slow
 def test_forward_gflops_agree(scratch):
-    from workloads.summary import workload_row
+    from msbench.commands.summary import workload_row
 
     ours, theirs = (workload_row(name)["gflops"] for name in PEERS)
     assert theirs == pytest.approx(ours, rel=FLOPS_RTOL)
@@ -88,9 +88,11 @@ def test_forward_gflops_agree(scratch):
 
 @pytest.fixture(scope="module")
 def predictions():
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
+    return {(name, profile, batch): predict_cell(Cell(workload=name, preset="full", settings=make_settings({"batch_size": batch})),
+                                                     profile).prediction
             for name in PEERS for profile in PROFILES for batch in BATCHES}
 
 

@@ -98,7 +98,7 @@ def test_recompute_marks_the_same_blocks_as_msbenchs_yolo_also_after_amp_o1_rewr
 @pytest.mark.slow
 @pytest.mark.parametrize("ours", sorted(PEERS))
 def test_the_same_trainable_parameters(ours, scratch):
-    from workloads.summary import trainable_params
+    from msbench.commands.summary import trainable_params
 
     counts = {}
     for name in (ours, PEERS[ours]):
@@ -112,7 +112,7 @@ def test_the_same_trainable_parameters(ours, scratch):
 @pytest.mark.slow
 @pytest.mark.parametrize("ours", sorted(PEERS))
 def test_forward_gflops_agree(ours, scratch):
-    from workloads.summary import workload_row
+    from msbench.commands.summary import workload_row
 
     assert workload_row(PEERS[ours])["gflops"] == pytest.approx(workload_row(ours)["gflops"], rel=FLOPS_RTOL)
 
@@ -141,9 +141,11 @@ PREDICTED_PEERS = {"yolov8n": PEERS["yolov8n"]}
 
 @pytest.fixture(scope="module")
 def predictions():
-    from hardware.model.target import predict_cell
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
 
-    return {(name, profile, batch): predict_cell(name, "full", {}, make_settings({"batch_size": batch}), profile).prediction
+    return {(name, profile, batch): predict_cell(Cell(workload=name, preset="full", settings=make_settings({"batch_size": batch})),
+                                                     profile).prediction
             for pair in PREDICTED_PEERS.items() for name in pair for profile in PROFILES for batch in BATCHES}
 
 

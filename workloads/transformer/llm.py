@@ -23,7 +23,7 @@ from workloads.transformer.config import LLMPreset
 from workloads.transformer.layers import AttentionCore, Embeddings, FeedForward, causal_bias, dense, layer_norm
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hardware.mindspore.parallel_plan import MatmulShard
+    from workloads.parallel_plan import MatmulShard
 
 NORM_EPS = 1e-5          # Llama 2 rms_norm_eps and GPT-2/3 layer_norm_epsilon
 ROPE_THETA = 10000.0     # Su et al. 2021; Llama 2's rope_theta
@@ -178,7 +178,7 @@ class DecoderBlock(nn.Cell):
         return [self.attention.output, self.ffn.down if isinstance(self.ffn, SwiGLU) else self.ffn.outer]
 
     def shard_matmuls(self, column: "MatmulShard", row: "MatmulShard") -> None:
-        """Megatron's layout (hardware/mindspore/parallel_plan.py): Q/K/V and gate/up split their outputs
+        """Megatron's layout (workloads/parallel_plan.py): Q/K/V and gate/up split their outputs
         over the tensor-parallel group, the output and down projections split their inputs."""
         for layer in self.column_layers():
             layer.matmul.shard(column.in_strategy)

@@ -223,7 +223,7 @@ class GPT2Workload(TransformerWorkload):
 
 class LLMWorkload(GPT2Workload):
     """Decoder-only LLMs (Llama 2, GPT-3): GPT-2's data, loss and metric, the LLM blocks of
-    workloads/transformer/llm.py, and the parallel plan's rules (hardware/mindspore/parallel_plan.py)."""
+    workloads/transformer/llm.py, and the parallel plan's rules (workloads/parallel_plan.py)."""
 
     preset_cls: ClassVar[type[TransformerPreset]] = LLMPreset
     data_workload: ClassVar[str | None] = None     # composed from blocks: reads no host cost (GPT-2's can't hold its shapes)
@@ -242,8 +242,8 @@ class LLMWorkload(GPT2Workload):
 
     def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
         """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
-        stages on the blocks in the semi-auto/auto modes (hardware/mindspore/parallel_plan.py)."""
-        from hardware.mindspore.parallel_plan import annotate, plan_parallel
+        stages on the blocks in the semi-auto/auto modes (workloads/parallel_plan.py)."""
+        from workloads.parallel_plan import annotate, plan_parallel
         from workloads.transformer.llm import DecoderLM
 
         return annotate(DecoderLM(preset, flash=settings.flash_attention), plan_parallel(settings))  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ impure wrapper that extracts the three small graphs (cached) for target.py.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from hardware.model.compute import matrix_tflops
 from hardware.model.llm.compose import LlmStep, compose
@@ -15,6 +15,9 @@ from hardware.model.llm.shape import DecoderShape, Parallel
 from hardware.model.predict import Prediction, canonical
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
+
+if TYPE_CHECKING:
+    from hardware.model.plan import CellPlan
 
 COMM_PARTS = ("tp_comm", "pp_send", "dp_comm")
 
@@ -73,19 +76,17 @@ def predict_llm(graphs: LlmGraphs, preset: Any, settings: Settings, profile: Har
     return step_prediction(step, par, profile, costs.estimates)
 
 
-def cell_parts(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings) -> CellParts:
+def cell_parts(plan: "CellPlan") -> CellParts:
     """The parts the cell is composed of; a layout the model cannot be split by is refused first."""
-    from workloads.registry import get_workload
+    cell, preset = plan.cell, plan.spec
+    parallel_layout(cell.settings, preset).check(decoder_shape(preset))
+    return CellParts(cell.workload, cell.preset, preset, cell.overrides, cell.settings,
+                     micro_batch(cell.settings, preset))
 
-    preset = get_workload(workload).preset(preset_name, overrides)
-    parallel_layout(settings, preset).check(decoder_shape(preset))
-    return CellParts(workload, preset_name, preset, overrides, settings, micro_batch(settings, preset))
 
-
-def predict_llm_cell(workload: str, preset_name: str, overrides: Mapping[str, Any], settings: Settings,
-                     profile: HardwareProfile) -> tuple[Prediction, LlmGraphs]:
+def predict_llm_cell(plan: "CellPlan") -> tuple[Prediction, LlmGraphs]:
     from workloads.transformer.config import llm_parameter_count
 
-    parts = cell_parts(workload, preset_name, overrides, settings)
+    parts = cell_parts(plan)
     graphs = llm_graphs(parts)
-    return predict_llm(graphs, parts.preset, settings, profile, llm_parameter_count(parts.preset)), graphs
+    return predict_llm(graphs, parts.preset, plan.settings, plan.profile, llm_parameter_count(parts.preset)), graphs

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 from msbench.cli import cell_from_args, print_table
 from msbench.records import Record
@@ -14,6 +13,7 @@ from msbench.records import Record
 
 def measure_command(args: argparse.Namespace) -> int:
     from msbench.errors import UserError
+    from msbench.outputs import check_dir
     from msbench.runner import run_cells
     from msbench.settings import make_settings, parse_assignments
 
@@ -25,8 +25,8 @@ def measure_command(args: argparse.Namespace) -> int:
         knobs = {**cell.settings.non_default(), **parse_assignments(args.versus)}
         cells.append(replace(cell, settings=make_settings(knobs, where="--versus")))
     options: dict[str, object] = {"accuracy": args.accuracy}
-    if args.profile:
-        options["profile_dir"] = str(Path(args.profile_dir).resolve())   # the child works in a scratch folder
+    if args.profile:                    # checked before the cell runs; the child works in a scratch folder
+        options["profile_dir"] = str(check_dir("--profile-dir", args.profile_dir).resolve())
     records = run_cells(cells, options=options, timeout=args.timeout, wait_quiet_s=args.wait_quiet)
     if args.json:
         payload = [r.to_dict() for r in records]

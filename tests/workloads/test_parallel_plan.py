@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.mindspore.parallel_plan import MatmulShard, plan_parallel
+from workloads.parallel_plan import MatmulShard, plan_parallel
 from msbench.settings import make_settings
 
 HYBRID = dict(devices=16, parallel_mode="semi_auto", tensor_parallel=4, pipeline_stages=2, micro_batches=4,
@@ -54,7 +54,7 @@ def test_layers_go_to_consecutive_stages(layers, stages, expected):
 def test_the_context_is_accepted_by_mindspore(scratch):
     import mindspore as ms
 
-    from hardware.mindspore.parallel_plan import apply_context
+    from workloads.parallel_plan import apply_context
 
     apply_context(plan_parallel(make_settings({**HYBRID, "parallel_mode": "auto"})))
     try:

@@ -13,38 +13,33 @@ import argparse
 import json
 
 from hardware.model.predict import Prediction
-from hardware.model.profile import HardwareProfile, load_profile
+from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
-    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON."""
-    from hardware.model.target import predict_cell
+    """The prediction of `cell` (target `model:<profile>`) and its canonical JSON; a refusal is one line."""
+    from hardware.model.outcome import predict_cell
 
     profile = cell.target.partition(":")[2]
-    result = predict_cell(cell.workload, cell.preset, cell.overrides, cell.settings, profile, scenario=cell.scenario)
+    result = predict_cell(cell, profile)
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
     return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
-def default_preset(profile: HardwareProfile) -> str:
-    return "full" if profile.profile.kind == "npu" else "tiny"
-
-
 def predict_command(args: argparse.Namespace) -> int:
-    from hardware.model.target import ModelTarget
     from msbench.errors import UserError
+    from msbench.outputs import check_file
 
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
+    if args.trace is not None:
+        check_file("--trace", args.trace)               # before the prediction: '' or a directory is refused
     cell = cell_from_args(args, f"model:{args.hardware}")
-    reason = ModelTarget(args.hardware).supports(cell)  # the capability table: never a knob that changes nothing
-    if reason:
-        raise UserError(f"unsupported on model:{args.hardware}: {reason}")
-    prediction, text = cell_prediction(cell)
-    if args.trace:
+    prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
+    if args.trace is not None:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
         if prediction.parts is None:
