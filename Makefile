@@ -4,8 +4,9 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.msbench-installed
-TARGET ?= model:ascend910b
+TARGET ?=                      # empty: the matrix's own targets (the nightly: the 910A and the 910B models)
 MATRIX ?= matrices/nightly.toml
+RUN_ID = nightly$(if $(strip $(TARGET)),-$(subst :,-,$(strip $(TARGET))))
 export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
@@ -21,8 +22,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 bench: $(STAMP)
-	$(BIN)/msbench run $(MATRIX) --target $(TARGET) --resume --run-id nightly-$(subst :,-,$(TARGET))
-	$(BIN)/msbench report results/runs/nightly-$(subst :,-,$(TARGET)).jsonl --html results/report.html --md results/report.md
+	$(BIN)/msbench run $(MATRIX) $(if $(strip $(TARGET)),--target $(strip $(TARGET))) --resume --run-id $(RUN_ID)
+	$(BIN)/msbench report results/runs/$(RUN_ID).jsonl --html results/report.html --md results/report.md
 
 # The layers contract (pyproject.toml, [tool.importlinter]): application -> hardware -> workloads -> base, each
 # importing only the layers below it (imports inside functions too). `make test` runs it first.

@@ -23,12 +23,20 @@ CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-selec
 MODEL_PREFETCH_DEPTHS = (0, DEFAULTS["prefetch"])
 
 
+# The device-model inputs a knob may change (Effect.inputs): what the cache keys and the prediction path
+# derive their knob sets from, instead of reading the prose.
+OP_GRAPH = "op_graph"               # the compiled step the device model extracts (the graph cache key)
+PIPELINE_MODES = "pipeline_modes"   # the pipeline's measured modes (hardware/calibration/pipeline_modes.json)
+MODEL_INPUTS = (OP_GRAPH, PIPELINE_MODES)
+
+
 @dataclass(frozen=True)
 class Effect:
     """What a supported value of a knob does on a target kind."""
 
     how: str        # "applied" (a MindSpore call) | "modelled" (a device-model input) | "refused" (every value)
     what: str       # the call, or the input
+    inputs: frozenset[str] = frozenset()    # of MODEL_INPUTS: the typed part of `what` on a model kind
 
 
 @dataclass(frozen=True)
@@ -70,12 +78,12 @@ def _apply(what: str) -> Effect:
     return Effect("applied", what)
 
 
-def _model(what: str) -> Effect:
-    return Effect("modelled", what)
+def _model(what: str, *inputs: str) -> Effect:
+    return Effect("modelled", what, frozenset(inputs))
 
 
-def _everywhere(real: str, model: str) -> dict[str, Effect]:
-    return {**{k: _apply(real) for k in REAL_KINDS}, **{k: _model(model) for k in MODEL_KINDS}}
+def _everywhere(real: str, model: str, *inputs: str) -> dict[str, Effect]:
+    return {**{k: _apply(real) for k in REAL_KINDS}, **{k: _model(model, *inputs) for k in MODEL_KINDS}}
 
 
 GRAPH = "the compiled op graph (extraction key)"
@@ -89,12 +97,12 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "jit_level": _everywhere("cell.set_jit_config(ms.JitConfig(jit_level=...))",
                              "host_time.dispatch_us and fusion (O1 fuses on npu; O2 sinks the graph)"),
     "graph_kernel": _everywhere("ms.set_context(enable_graph_kernel=True)", "fusion.apply_fusion + O1 dispatch cost"),
-    "amp_level": _everywhere(f"{STEP}: ms.amp.auto_mixed_precision(level)", GRAPH),
-    "loss_scale": _everywhere(f"{STEP}: the step cell's loss scaler", GRAPH),
-    "keep_batchnorm_fp32": _everywhere(f"{STEP}: auto_mixed_precision O2 vs O3 (norms fp32 or fp16)", GRAPH),
-    "batch_size": _everywhere(f"{STEP} and {DATASET}: data.batch(batch_size)", GRAPH),
-    "grad_accum": _everywhere(f"{STEP}: micro-batches per update", GRAPH + " + memory.estimate_memory"),
-    "recompute": _everywhere(f"{STEP}: block.recompute() on the marked blocks", GRAPH),
+    "amp_level": _everywhere(f"{STEP}: ms.amp.auto_mixed_precision(level)", GRAPH, OP_GRAPH),
+    "loss_scale": _everywhere(f"{STEP}: the step cell's loss scaler", GRAPH, OP_GRAPH),
+    "keep_batchnorm_fp32": _everywhere(f"{STEP}: auto_mixed_precision O2 vs O3 (norms fp32 or fp16)", GRAPH, OP_GRAPH),
+    "batch_size": _everywhere(f"{STEP} and {DATASET}: data.batch(batch_size)", GRAPH, OP_GRAPH),
+    "grad_accum": _everywhere(f"{STEP}: micro-batches per update", GRAPH + " + memory.estimate_memory", OP_GRAPH),
+    "recompute": _everywhere(f"{STEP}: block.recompute() on the marked blocks", GRAPH, OP_GRAPH),
     "workers": _everywhere(f"{DATASET}: num_parallel_workers", "host_time.data_seconds (workers with a core)"),
     "prefetch": _everywhere(f"{DATASET}: ds.config.set_prefetch_size", "host_time: data overlaps the step (> 0) or not"),
     "data_format": _everywhere(f"{DATASET}: GeneratorDataset or MindDataset",
@@ -105,9 +113,9 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "sink_size": _everywhere("ms.data_sink(..., sink_size=...)", "host_time: round trip amortised over a sink round"),
     "devices": _everywhere(f"msrun --worker_num=N + DATA_PARALLEL ({STEP} reduces gradients)",
                            "comm.gradient_allreduce + global throughput"),
-    "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory"),
-    "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH),
-    "grad_clip": _everywhere(f"{STEP}: nn.ClipByNorm per gradient | ops.clip_by_global_norm", GRAPH),
+    "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory", OP_GRAPH),
+    "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH, OP_GRAPH),
+    "grad_clip": _everywhere(f"{STEP}: nn.ClipByNorm per gradient | ops.clip_by_global_norm", GRAPH, OP_GRAPH),
     "seed": {**{k: _apply("ms.set_seed + ds.config.set_seed") for k in REAL_KINDS},
              **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)") for k in MODEL_KINDS}},
     "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
@@ -150,15 +158,17 @@ EFFECTS.update({
 })
 EFFECTS.update({
     "python_multiprocessing": _everywhere(f"{DATASET}: GeneratorDataset/map(python_multiprocessing=True)",
-                                          f"{MODES}: the measured process/thread time ratio of the pipeline"),
+                                          f"{MODES}: the measured process/thread time ratio of the pipeline",
+                                          PIPELINE_MODES),
     "shared_mem": _everywhere("ds.config.set_enable_shared_mem(enable)",
-                              f"{MODES}: the measured shared-memory on/off time ratio of the pipeline"),
+                              f"{MODES}: the measured shared-memory on/off time ratio of the pipeline", PIPELINE_MODES),
     "augment_device": {**{k: _apply(f"{DATASET}: Decode/Resize/Normalize .device('Ascend') (DVPP)")
                           for k in REAL_KINDS},
-                       **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units")
+                       **{k: _model(f"{MODES}: the deterministic ops' measured host share moved to the vision units",
+                                 PIPELINE_MODES)
                           for k in MODEL_KINDS}},
     "drop_remainder": _everywhere(f"{DATASET}: data.batch(batch_size, drop_remainder=...)",
-                                  f"{MODES}: one more graph compile per epoch for the ragged batch"),
+                                  f"{MODES}: one more graph compile per epoch for the ragged batch", PIPELINE_MODES),
     "memory_optimize_level": _everywhere("ms.runtime.set_memory(optimize_level=...)",
                                          "memory.estimate_memory: the pool's fragmentation (O0) or SOMAS' plan (O1)"),
     "max_device_memory": _everywhere("ms.runtime.set_memory(max_size='<GiB>GB')",
@@ -353,7 +363,12 @@ def refusal(settings: Settings, kind: str, facts: Facts = Facts()) -> str | None
 def graph_knobs() -> tuple[str, ...]:
     """Knobs that change the compiled training step the device model reads (its cache key): those whose
     model effect is the op graph, in Settings order."""
-    return tuple(k for k in DEFAULTS if all(GRAPH in EFFECTS[k][kind].what for kind in MODEL_KINDS))
+    return knobs_changing(OP_GRAPH)
+
+
+def knobs_changing(model_input: str) -> tuple[str, ...]:
+    """Knobs whose supported values change `model_input` (of MODEL_INPUTS) on every model kind, in Settings order."""
+    return tuple(k for k in DEFAULTS if all(model_input in EFFECTS[k][kind].inputs for kind in MODEL_KINDS))
 
 
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:

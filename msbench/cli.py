@@ -67,12 +67,20 @@ def cell_from_args(args: argparse.Namespace, target: str):
     from workloads.registry import check_workload
 
     check_workload(args.workload, tuple(check_spec(p) for p in args.allow_plugin), "the command line")
-    settings = make_settings(parse_assignments(args.set), where="--set")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
         from hardware.model.profile import default_preset, load_profile
 
         preset = default_preset(load_profile(target.partition(":")[2]))
+    start: dict[str, object] = {}
+    if getattr(args, "start", None) is not None:   # `msbench predict --from`: the published recipe, --set over it
+        from workloads.recipes import recipe_for
+
+        recipe = recipe_for(args.workload, preset, args.start)
+        start = dict(recipe.settings) if recipe else {}
+    settings = make_settings({**start, **parse_assignments(args.set)},
+                             where=f"--set over the {args.workload} recipe (--from mindspore-defaults: over none)"
+                             if start else "--set")
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
                 settings=settings, target=target, scenario=getattr(args, "scenario", "train"))
     from msbench.matrix import check_workload_settings
@@ -138,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE", help="also write the predicted step as a Chrome trace (Perfetto)")
     p.add_argument("--scenario", default="train", choices=["train", "inference"],
                    help="train: one optimizer step; inference: one forward call of the network")
+    p.add_argument("--from", dest="start", default="recipe", choices=["recipe", "mindspore-defaults"],
+                   help="the settings --set goes over: the workload's published recipe at its full size "
+                        "(workloads/recipes.toml; default) or MindSpore's API defaults")
 
     p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json "
                                          "(host) or pipeline_modes.json (pipeline-modes)")

@@ -25,7 +25,7 @@ from msbench.targets import check_target_name
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "accuracy_knobs", "workloads",
             "base", "axes", "exclude", "include", "baseline", "scenario", "profile"}
-WORKLOAD_KEYS = {"name", "preset", "overrides", "set"}
+WORKLOAD_KEYS = {"name", "preset", "overrides", "recipe", "set"}
 CELL_KEYS = {"workload", "preset", "target"}
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
 # A guard against a typo that multiplies a grid (59,049 cells from ten 3-valued axes): `--max-cells` raises it.
@@ -365,7 +365,13 @@ def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ..
     if overrides:
         # The preset class checks field names and types; the workload module imports no MindSpore.
         get_workload(name).preset(preset, overrides)
-    return WorkloadEntry(name, preset, dict(overrides), _knob_table(table.get("set", {}), f"{where}.set", "set"))
+    start: dict[str, Any] = {}
+    if _typed(table, "recipe", bool, False, where, "true or false"):   # workloads/recipes.toml, under `set`
+        from workloads.recipes import recipe_settings
+
+        start = _knob_table(recipe_settings(name, where), f"{where}.recipe", "recipe")
+    return WorkloadEntry(name, preset, dict(overrides),
+                         {**start, **_knob_table(table.get("set", {}), f"{where}.set", "set")})
 
 
 def _preset_names(workload: str) -> list[str]:

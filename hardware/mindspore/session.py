@@ -90,15 +90,14 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     preset = workload.preset(cell.preset, cell.overrides)
     with memory.PeakRSS() as rss:
         step = build_train_step(workload, preset, cell.settings)
-        if cell.settings.recompute != "none" and step.recomputed_blocks == 0:
-            return SessionResult(unsupported=f"recompute={cell.settings.recompute}: {cell.workload} marks no "
-                                             "blocks to recompute, so the knob would change nothing")
         from workloads.pipeline import ragged_last_batch
 
-        ragged = refusal(cell.settings, f"mindspore:{device}",
-                         Facts(ragged_last_batch=ragged_last_batch(preset, cell.settings)))
-        if ragged:
-            return SessionResult(unsupported=ragged)
+        # the capability table's refusals known once the step is built (as the device model's after extraction)
+        refused = refusal(cell.settings, f"mindspore:{device}",
+                         Facts(marked_blocks=step.recomputed_blocks,
+                               ragged_last_batch=ragged_last_batch(preset, cell.settings)))
+        if refused:
+            return SessionResult(unsupported=refused)
         apply_jit(step.cell, plan)
         parallel = plan_parallel(cell.settings, world)
         shard, shards = parallel.data_shard(rank, world)

@@ -93,8 +93,8 @@ def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
+    step = built_step(lambda: build_train_step(workload, preset, settings))
     with shape_only():
-        step = build_train_step(workload, preset, settings)
         if settings.optimizer in PATCHED_OPTIMIZERS:          # no CPU kernel: the same update on CPU primitives
             use_cpu_compositions(step.optimizer)
         # One call of the step cell is one optimizer update over all micro-batches, stacked on axis 0.
@@ -103,6 +103,19 @@ def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
     return {"batch_size": step.micro_batch, "grad_accum": step.grad_accum,
             "recomputed_blocks": step.recomputed_blocks,
             "trainable": sorted(p.name for p in step.network.trainable_params())}
+
+
+def built_step(build: Any) -> Any:
+    """The step built without parameter data (shape_only); a network that reads a parameter's value while
+    it is built (mindcv's ConvNeXt scales its head's weight in its constructor, which raises "is
+    uninitialized" without data) is built again with its values, the compile still filling nothing."""
+    try:
+        with shape_only():
+            return build()
+    except RuntimeError as err:
+        if "is uninitialized" not in str(err):
+            raise
+    return build()
 
 
 @contextlib.contextmanager

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hardware.capabilities import PIPELINE_MODES, knobs_changing
 from hardware.model.opgraph import OpGraph
 from hardware.model.plan import CellPlan
 from msbench.settings import DEFAULTS
 
-MODE_KNOBS = ("python_multiprocessing", "augment_device", "drop_remainder")   # read pipeline_modes.json
+MODE_KNOBS = knobs_changing(PIPELINE_MODES)      # the capability table's knobs that read pipeline_modes.json
 
 
 def plan_graph(plan: CellPlan, compile_missing: bool = True) -> OpGraph:

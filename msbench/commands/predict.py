@@ -16,6 +16,7 @@ from hardware.model.predict import Prediction
 from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
+from workloads.recipes import recipe_for
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
@@ -45,10 +46,14 @@ def predict_command(args: argparse.Namespace) -> int:
         if prediction.parts is None:
             raise UserError(f"--trace={args.trace} is not allowed for {cell.workload}: {UNTRACEABLE}")
         write_trace(args.trace, prediction, trace_title(cell))
+    recipe = recipe_for(cell.workload, cell.preset, args.start)
     if args.json:
-        print(text)
+        print(json.dumps({**json.loads(text), "recipe": recipe.source if recipe else None}, sort_keys=True,
+                         separators=(",", ":")))
         return 0
     data = json.loads(text)
+    print(f"recipe: {recipe.source} ({recipe.config}), --set over it" if recipe else
+          "recipe: none (MindSpore's API defaults, --set over them)")
     print(f"{data['workload']} ({data['preset']}) on {data['hardware']}: "
           f"{data['step_time_s'] * 1e3:.3f} ms/step, {data['throughput']:.1f} samples/s "
           f"({data['throughput_per_device']:.1f}/device), peak {data['peak_memory_bytes'] / 2**30:.2f} "

@@ -228,7 +228,7 @@ def test_the_model_refuses_recompute_when_the_extracted_step_marked_no_block(mon
 
     def fake_model_prediction(plan, marked=0):
         graph = dataclasses.replace(GRAPH, meta={**GRAPH.meta, "recomputed_blocks": marked})
-        return outcome.CellPrediction(predict(graph, plan.settings, profile, HOST), graph, profile)
+        return outcome.CellPrediction(predict(graph, plan.settings, profile, HOST), graph, profile, HOST)
 
     monkeypatch.setattr(outcome, "model_prediction", fake_model_prediction)
     cell = Cell(workload="resnet50", settings=make_settings({"recompute": "selective"}))

@@ -84,7 +84,8 @@ def test_the_model_target_predicts_inference_cells_and_adds_op_times_only_when_p
         seen.append(plan.cell.scenario)
         g, profile = mlp_step(32), plan.profile
         run = predict_inference if plan.cell.scenario == "inference" else predict
-        return outcome.CellPrediction(run(g, plan.settings, profile, FakeHost()), g, profile)
+        host = FakeHost()
+        return outcome.CellPrediction(run(g, plan.settings, profile, host), g, profile, host)
 
     monkeypatch.setattr(outcome, "model_prediction", fake_model_prediction)
     cell = Cell(workload="resnet50", settings=make_settings({"mode": "graph"}), target="model:cpu", scenario="inference")

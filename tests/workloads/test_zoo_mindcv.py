@@ -106,3 +106,15 @@ def test_device_model_agrees_on_both_networks(predictions, profile, batch):
     # The step of both is data-bound at the full preset's 8 workers: compare the device's own time too.
     assert theirs.detail["device_s"] == pytest.approx(ours.detail["device_s"], rel=DEVICE_MODEL_RTOL)
     assert theirs.peak_memory_bytes == pytest.approx(ours.peak_memory_bytes, rel=DEVICE_MODEL_RTOL)
+
+
+@pytest.mark.slow
+def test_a_network_that_reads_a_parameter_while_built_is_extracted(private_cache, scratch):
+    """mindcv's ConvNeXt scales its head's weight in its constructor: the shape-only build (no parameter data)
+    cannot run it, so the extraction builds it with its values and still compiles without data."""
+    from hardware.model.outcome import predict_cell
+    from msbench.cell import Cell
+
+    result = predict_cell(Cell(workload="mindcv:convnext_tiny", settings=make_settings({"mode": "graph"})), "ascend910b")
+    assert result.prediction.step_time_s > 0 and result.graph.param_count > 1_000_000
+    assert any(op.type == "LayerNorm" or "LayerNorm" in op.type for op in result.graph.ops)
