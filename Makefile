@@ -11,7 +11,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench lint test docs clean
+.PHONY: setup bench lint test test-fast docs clean
 
 setup: $(STAMP)
 
@@ -36,6 +36,11 @@ lint: $(STAMP)
 test: lint docs
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
+
+# Everyday work: the tests marked neither `slow` nor a speed claim (nothing trains, compiles a graph or starts
+# MindSpore children), on the same two workers; every test gets an empty msbench cache (tests/conftest.py).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" --ignore=tests/benchmarks -n 2 --dist loadfile --durations=10
 
 # The documentation site (site/, ignored; make test builds it before the suite, in seconds): strict, so a broken
 # link or a page missing from the nav fails. The tables under docs/generated/ are written by

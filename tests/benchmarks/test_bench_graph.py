@@ -1,8 +1,9 @@
 """Speed of graph extraction (pytest-benchmark, run with --benchmark-enable by `make test`).
 
-Claim (issue 5): a cold extraction (child process: import MindSpore, build the real step, compile
-without running, parse the final kernel-graph IR) takes under 15 s; a warm one is a cache read.
-Thresholds are generous for a shared CI machine: 45 s cold (one round), a warm median under 50 ms.
+Claim: a cold extraction (child process: import MindSpore, build the real step, compile without running,
+parse the final kernel-graph IR) of resnet50/tiny takes under 45 s on a shared 2-core machine; a warm one
+is a cache read, median under 50 ms. Issue 5 asked for 15 s cold: not met here, where two runs took 24.5 s
+and 15.8 s on 2 vCPUs shared with other sessions (load 9 in the first); the warm median was 0.27 ms.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_cold_extraction(benchmark, bench_cache, monkeypatch):
     graph = benchmark.pedantic(extract_graph, args=("resnet50", "tiny", {}, SETTINGS), setup=empty_cache,
                                rounds=1, iterations=1)
     assert graph.ops and graph.meta["ops_by_phase"]["backward"] > 0
-    assert benchmark.stats.stats.min < 45.0
+    assert benchmark.stats.stats.min < 45.0                 # the claim (one round)
 
 
 @pytest.mark.slow

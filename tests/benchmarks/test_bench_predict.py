@@ -3,6 +3,11 @@
 Claims (issue 5): one cell < 10 ms warm; every cell of the nightly matrix on three profiles < 10 s
 warm. Both include the real product path after extraction: reading the cached graph and the host-cost file,
 fusion, and the pure prediction. The warm-up (first) round pays any cold extraction; it is not timed.
+The nightly claim is timed on the nightly's ResNet-50 cells (published size) that read its baseline's op
+graph: every tip that leaves the graph as it is (mode, fusion, the data pipeline, sink, devices, memory
+reuse), whose two reference-batch graphs the test compiles itself (23 s here; all 56 compiles of
+the matrix took 7 min quiet, the 14 of its ResNet-50 cells 5.5 min under load), against the claim's budget
+per prediction: 10 s x (their predictions / the nightly's).
 Thresholds are on the minimum (the claim) and the median (generous: CI machines are shared), never
 the mean, which one descheduled round drags.
 """
@@ -13,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from hardware.model.graph import CACHE_KIND as GRAPH_CACHE, graph_key
+from hardware.model.graph import graph_key
 from hardware.model.outcome import predict_cell
 from hardware.model.target import ModelTarget
-from msbench.cache import cache_get
 from msbench.cell import Cell
 from msbench.matrix import load_matrix
 from msbench.settings import Settings
@@ -68,33 +72,36 @@ def test_pure_prediction_of_every_nightly_variant(benchmark, in_scratch):
     assert benchmark.stats.stats.min / len(variants) < 0.015 and per_cell < 0.040
 
 
-def predict_nightly() -> int:
-    cells = load_matrix(NIGHTLY).expand().cells()
-    done = 0
-    for profile in PROFILES:
-        target = ModelTarget(profile)
-        for cell in cells:
-            if target.supports(cell) is None:
-                target.run(cell.with_target(f"model:{profile}"))
-                done += 1
-    return done
+@pytest.fixture(scope="module")
+def nightly_resnet_cells(tmp_path_factory) -> list:
+    """The nightly matrix's ResNet-50 cells on its baseline's graph, compiled as `msbench run` compiles
+    them (prepare)."""
+    resnet = [c for c in load_matrix(NIGHTLY).expand().cells() if c.workload == "resnet50"]
+    baseline = graph_key(resnet[0].workload, resnet[0].preset, resnet[0].overrides, resnet[0].settings)
+    cells = [c for c in resnet if graph_key(c.workload, c.preset, c.overrides, c.settings) == baseline]
+    assert resnet[0].settings.non_default() == {"mode": "graph", "workers": 8} and len(cells) >= 10
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("nightly-prepare"))
+        for profile in PROFILES:
+            ModelTarget(profile).prepare([c.with_target(f"model:{profile}") for c in cells], announce=lambda _: None)
+    return cells
 
 
-def nightly_cold_cells() -> int:
-    """Nightly cells whose graph is not cached yet (extracting 21 full-size graphs cold takes many
-    minutes on 2 cores: warm them with `msbench run matrices/nightly.toml`); the host cost is a file."""
-    cold = 0
-    for c in load_matrix(NIGHTLY).expand().cells():
-        if cache_get(GRAPH_CACHE, graph_key(c.workload, c.preset, c.overrides, c.settings)) is None:
-            cold += 1
-    return cold
+def supported(cells: list) -> list[tuple[ModelTarget, object]]:
+    """(target, cell) for every cell each of the three profiles predicts."""
+    targets = [ModelTarget(profile) for profile in PROFILES]
+    return [(t, c.with_target(t.name)) for t in targets for c in cells if t.supports(c) is None]
 
 
 @pytest.mark.slow
-def test_nightly_matrix_three_profiles_warm(benchmark, in_scratch):
-    cold = nightly_cold_cells()
-    if cold:
-        pytest.skip(f"{cold} nightly cells have no cached graph: this claim is about warm caches")
-    done = benchmark.pedantic(predict_nightly, rounds=3, warmup_rounds=0)
-    assert done > 3 * 20
-    assert benchmark.stats.stats.min < 10.0 and benchmark.stats.stats.median < 20.0
+def test_nightly_matrix_three_profiles_warm(benchmark, in_scratch, nightly_resnet_cells):
+    nightly = len(supported(load_matrix(NIGHTLY).expand().cells()))
+    runs = supported(nightly_resnet_cells)
+
+    def predict_all() -> int:
+        return sum(target.run(cell).status == "ok" for target, cell in runs)
+
+    done = benchmark.pedantic(predict_all, rounds=3, warmup_rounds=0)
+    assert done == len(runs) > 3 * 10 and nightly > 3 * 40
+    budget = 10.0 * len(runs) / nightly            # the nightly's 10 s, for this share of its predictions
+    assert benchmark.stats.stats.min < budget and benchmark.stats.stats.median < 2 * budget

@@ -21,6 +21,7 @@ def rows():
     return table.read_dtypes(table.load_rows(), base)[0]
 
 
+@pytest.mark.slow
 def test_committed_profiles_are_what_derive_writes(capsys):
     assert derive.main(["--check"]) == 0, capsys.readouterr().err
 
@@ -47,6 +48,7 @@ def test_op_classes_cover_ascend_and_cpu_names(name, kind):
     assert op_class(name) == kind
 
 
+@pytest.mark.slow
 def test_gemm_of_profiled_kernels_matches_the_network(rows):
     # ResNet-50 conv1 at batch 16: 7x7x3 (channels padded to 16) -> 64 at 112x112
     conv1 = next(r for r in rows if r.network == "resnet50" and r.batch == 16
@@ -97,6 +99,7 @@ def test_dtype_reading_is_chosen_by_the_hbm_peak(rows):
     assert (image_cast.inputs[0].dtype, image_cast.outputs[0].dtype) == ("fp32", "fp16")     # the AMP input cast
 
 
+@pytest.mark.slow
 def test_a_near_tie_in_the_dtype_check_keeps_the_labels():
     """BERT's five runs: swapping fp16/fp32 would take the kernels beating the HBM peak from 51 to 49,
     not evidence for either reading, so the labels stand (only the impossible fp32 kernels are halved)."""

@@ -4,7 +4,9 @@ MindSpore to do, or an input of the device model, or is refused with its reason.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+import types
 from dataclasses import asdict
 from pathlib import Path
 
@@ -36,25 +38,149 @@ CPUS = 2
 
 
 def real_signature(s: Settings, device: str) -> dict:
-    """What the real target asks MindSpore for: the context plan, what `build_train_step` builds and
-    what `make_dataset` configures (workloads/train_step.py, workloads/pipeline.py), and msrun's world."""
+    """What the real target asks MindSpore for, observed: the calls `apply_context`, `apply_jit` and the
+    step driver make (MindSpore's setters recorded instead of run), the calls `make_dataset` makes to
+    `mindspore.dataset` (recorded: sources, maps, batch, config), the parallel plan with its
+    `set_auto_parallel_context` call, what `build_train_step` builds (workloads/train_step.py), and msrun's world."""
     from workloads.registry import get_workload
     from workloads.train_step import amp_effective, scaled_lr
 
     return {
-        "context": asdict(plan_context(s, device, threads=1)),
-        "parallel": asdict(plan_parallel(s)),
+        "context": observed_context(s, device),
+        "parallel": {"plan": asdict(plan_parallel(s)), "calls": observed_parallel_context(s)},
         "train_step": {"amp": amp_effective(s), "recompute": s.recompute, "optimizer": s.optimizer,
                        "lr_schedule": s.lr_schedule, "micro_batch": s.batch_size, "grad_accum": s.grad_accum,
                        "loss_scale": s.loss_scale, "grad_clip": s.grad_clip, "devices": s.devices, "seed": s.seed,
                        "lr": scaled_lr(get_workload("resnet50").preset("tiny"), s)},
-        "dataset": {"prefetch_size": s.prefetch if s.prefetch > 0 else None, "seed": s.seed,
-                    "source": s.data_format, "cache": s.cache if s.data_format == "mindrecord" else None,
-                    "workers": s.workers, "python_multiprocessing": s.python_multiprocessing,
-                    "shared_mem": s.shared_mem if s.python_multiprocessing else None,
-                    "vision_ops_device": s.augment_device, "drop_remainder": s.drop_remainder},
+        "dataset": observed_dataset(s),
         "msrun_world": s.devices,
     }
+
+
+def described(value: object) -> object:
+    """A recorded argument as comparable data: ops by class and device, callables and sources by type."""
+    if isinstance(value, (list, tuple)):
+        return [described(v) for v in value]
+    if isinstance(value, dict):
+        return {k: described(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    name = value.__qualname__ if isinstance(value, types.FunctionType) else type(value).__qualname__
+    return (name, getattr(value, "device_target", None))
+
+
+class RecordedDataset:
+    """Stands for a mindspore.dataset object: records its construction and every chained call."""
+
+    def __init__(self, calls: list, name: str, *args, **kwargs) -> None:
+        self.calls = calls
+        self.record(name, *args, **kwargs)
+
+    def record(self, name: str, *args, **kwargs) -> "RecordedDataset":
+        self.calls.append((name, described(list(args)), described(kwargs)))
+        return self
+
+    def map(self, *args, **kwargs):
+        return self.record("map", *args, **kwargs)
+
+    def batch(self, *args, **kwargs):
+        return self.record("batch", *args, **kwargs)
+
+    def project(self, *args, **kwargs):
+        return self.record("project", *args, **kwargs)
+
+    def repeat(self, *args, **kwargs):
+        return self.record("repeat", *args, **kwargs)
+
+    def create_tuple_iterator(self, *args, **kwargs):
+        self.record("create_tuple_iterator", *args, **kwargs)
+        return iter(())
+
+    def get_dataset_size(self) -> int:
+        return 32
+
+
+def recorder(calls: list, name: str):
+    def record(*args, **kwargs):
+        calls.append((name, described(list(args)), described(kwargs)))
+    return record
+
+
+def observed_dataset(s: Settings) -> list:
+    """The calls the resnet50/tiny training pipeline of rank 0 makes to mindspore.dataset, as `run_session`
+    builds it (batch and shard from the parallel plan); a pipeline that refuses the settings says why."""
+    import mindspore.dataset as ds
+
+    from workloads import pipeline
+    from workloads.registry import get_workload
+    from workloads.train_step import step_batch_size
+
+    workload = get_workload("resnet50")
+    preset = workload.preset("tiny")
+    parallel = plan_parallel(s)
+    shard, shards = parallel.data_shard(0, s.devices)
+    calls: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("GeneratorDataset", "MindDataset"):
+            mp.setattr(ds, name, lambda *a, _name=name, **kw: RecordedDataset(calls, _name, *a, **kw))
+        mp.setattr(ds, "DatasetCache", lambda **kw: ("DatasetCache", described(kw)))
+        for name in ("set_prefetch_size", "set_seed", "set_enable_shared_mem"):
+            mp.setattr(ds.config, name, recorder(calls, f"config.{name}"))
+        mp.setattr(pipeline, "mindrecord_path", lambda spec, workdir: Path(workdir) / "train.mindrecord")  # not written
+        mp.setenv(pipeline.CACHE_SESSION_ENV, "1")
+        try:
+            workload.make_dataset(preset, "train", s, parallel.loaded_batch(step_batch_size(preset, s)),
+                                  rank=shard, world=shards, workdir=Path("unused"))
+        except ValueError as err:
+            calls.append(("refused", str(err)))
+    return calls
+
+
+class RecordedCell:
+    def __init__(self, calls: list) -> None:
+        self.set_jit_config = recorder(calls, "cell.set_jit_config")
+
+
+def observed_context(s: Settings, device: str) -> list:
+    """The calls `apply_context`, `apply_jit` and `step_driver` make to MindSpore for the cell's plan
+    (hardware/mindspore/session.py's order), recorded instead of run, with the environment it updates."""
+    import mindspore as ms
+
+    from hardware.mindspore import backend
+    from hardware.mindspore.session import step_driver
+
+    plan = plan_context(s, device, threads=1)
+    calls: list = []
+
+    class Environ(dict):
+        def update(self, *args, **kwargs) -> None:
+            calls.append(("os.environ.update", described(dict(*args, **kwargs)), {}))
+
+    with pytest.MonkeyPatch.context() as mp:
+        for owner, name in ((ms, "set_device"), (ms, "set_context"), (ms.runtime, "set_memory"),
+                            (ms.device_context.cpu.op_tuning, "threads_num"), (ms, "data_sink")):
+            mp.setattr(owner, name, recorder(calls, name))
+        mp.setattr(ms, "JitConfig", lambda **kw: ("JitConfig", described(kw)))
+        mp.setattr(backend, "_op_threads", None)          # settable once per process: each cell is a new one
+        mp.setattr(backend.os, "environ", Environ(os.environ))
+        backend.apply_context(plan)
+        cell = RecordedCell(calls)
+        backend.apply_jit(cell, plan)
+        step_driver(plan, cell, RecordedDataset(calls, "dataset"))
+    return calls
+
+
+def observed_parallel_context(s: Settings) -> list:
+    """The `mindspore.set_auto_parallel_context` call of a data-parallel rank (hardware/mindspore/distributed.py)."""
+    import mindspore as ms
+
+    from hardware.mindspore.parallel_plan import apply_context as apply_parallel_context
+
+    calls: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ms, "set_auto_parallel_context", recorder(calls, "set_auto_parallel_context"))
+        apply_parallel_context(plan_parallel(s))
+    return calls
 
 
 def model_signature(s: Settings, kind: str, facts: Facts) -> dict:

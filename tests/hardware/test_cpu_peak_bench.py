@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from hardware.calibration import cpu_peak_bench
 
 
@@ -13,6 +15,7 @@ def test_input_gradient_counts_the_useful_macs_of_a_stride_2_one_by_one_convolut
     assert case.flops == 2 * math.prod(case.lhs) * math.prod(case.rhs[1:])   # as hardware.model.ir counts it
 
 
+@pytest.mark.slow
 def test_a_tiny_matmul_and_input_gradient_time_to_a_finite_per_call_figure():
     for case in (cpu_peak_bench.matmul(32, 16, 8), cpu_peak_bench.conv_input_grad(2, 8, 4, 6)):
         assert math.isfinite(cpu_peak_bench.seconds_per_call(case, rounds=1))

@@ -181,6 +181,7 @@ def test_stage_table_names_threads_by_their_callable_and_keeps_the_consumer_apar
     assert consumer == [5e-4, 7e-4, 6e-4]
 
 
+@pytest.mark.slow
 def test_gil_replay_tells_gil_held_from_gil_free_work():
     """The same 5 ms libc sleep, once holding the GIL (ctypes.PyDLL keeps it) and once releasing it
     (ctypes.CDLL): two threads of the first serialise, two of the second overlap. A sleep needs no core,

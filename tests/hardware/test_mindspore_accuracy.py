@@ -58,6 +58,7 @@ def test_unknown_workload_path_is_a_config_error():
         load_workload("msbench.cell:Cell")
 
 
+@pytest.mark.slow
 def test_a_failed_accuracy_run_is_recorded_not_raised(toy_env, toy_cell):
     from hardware.mindspore.target import add_accuracy
     from msbench.records import Record

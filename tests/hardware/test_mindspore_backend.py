@@ -46,10 +46,15 @@ def test_data_knobs_refused_on_every_device(device):
     assert reason(device, workers=2, prefetch=1) is None
 
 
-def test_absent_device_is_named():
+def test_absent_device_is_named(tmp_path, monkeypatch):
+    """The device nodes are looked up under tmp_path, so both answers are checked on any host."""
+    monkeypatch.setitem(backend.DEVICE_NODES, "ascend", str(tmp_path / "davinci[0-9]*"))
+    assert not backend.device_present("ascend")
     text = backend.unsupported_reason(make_settings({}), "ascend", cpus=2)
-    if not backend.device_present("ascend"):
-        assert "no Ascend device on this host" in text
+    assert text == f"device=ascend: no Ascend device on this host ({tmp_path / 'davinci[0-9]*'} absent)"
+    (tmp_path / "davinci0").touch()
+    assert backend.device_present("ascend")
+    assert backend.unsupported_reason(make_settings({}), "ascend", cpus=2) is None
 
 
 def test_cpu_plan():

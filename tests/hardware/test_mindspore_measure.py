@@ -94,6 +94,7 @@ def test_step_time_includes_the_wait_for_data():
     assert m.stats.median == pytest.approx(1.25) and m.data_s == pytest.approx(0.25)
 
 
+@pytest.mark.slow
 def test_process_stats_are_over_process_medians():
     a = step_stats([1.0, 1.01, 0.99, 1.0, 1.02, 1.0])
     b = step_stats([1.2, 1.21, 1.19, 1.2, 1.2, 1.22])

@@ -180,6 +180,7 @@ def test_extraction_child_draws_no_random_parameter_values(monkeypatch):
     assert not np.any(nn.Dense(16, 8).weight.asnumpy())          # HeUniform, Dense's default
 
 
+@pytest.mark.slow
 def test_the_compile_child_builds_and_compiles_a_step_without_filling_any_tensor():
     """`shape_only`: parameters and optimizer states (scalars such as Adam's step aside) are created without
     data and stay so through the compile (MindSpore fills them only after the graph compile, which the block

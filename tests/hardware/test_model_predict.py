@@ -112,8 +112,17 @@ def test_fusion_removes_intermediate_traffic_and_launches():
 
 
 def test_amp_halves_traffic_and_speeds_up_910b():
-    fp32, fp16 = mlp_step(256, dtype="Float32"), mlp_step(256, dtype="Float16")
-    assert step(fp16).breakdown["forward"] < step(fp32).breakdown["forward"]
+    """fp16 activations and weights: each forward and backward kernel moves exactly half its fp32 bytes,
+    the fp32 optimizer update the same bytes, and both passes run faster."""
+    fp32, fp16 = step(mlp_step(256, dtype="Float32")), step(mlp_step(256, dtype="Float16"))
+
+    def traffic(p, phase):
+        return [k.bytes for k in p.parts.kernels if k.phase == phase]
+
+    for phase in ("forward", "backward"):
+        assert [2 * b for b in traffic(fp16, phase)] == traffic(fp32, phase) and sum(traffic(fp32, phase)) > 0
+        assert fp16.breakdown[phase] < fp32.breakdown[phase]
+    assert traffic(fp16, "optimizer") == traffic(fp32, "optimizer")
 
 
 # --- host: dispatch, round trips, data ----------------------------------------------------------

@@ -35,6 +35,7 @@ def test_split_is_disjoint_and_covers_both_sides():
     assert {c.workload for c in cells if splits[c.id] == "validate"} - {c.workload for c in fit}  # an unseen family
 
 
+@pytest.mark.slow
 def test_summary_statistics_and_goals():
     rows = [row(1.0, 1.1), row(2.0, 1.8), row(3.0, 3.6), row(4.0, 4.0, mem=None)]
     s = summarize(rows)
@@ -61,6 +62,7 @@ def test_a_comparison_says_when_the_run_measured_another_cpu_than_the_fit():
     assert not cpu_identity("cpu", measured_on(fitted, "Intel(R) Xeon(R) Processor"))["same_cpu"]   # a mixed run
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_parameters():
     """Fake 'measurements' made by a known profile are fitted back from the fitter's fixed start (the
     truth's Vector efficiency mid-range, where these five cases can tell it from dispatch)."""

@@ -141,6 +141,7 @@ def test_the_ragged_batch_follows_the_split_and_the_batch():
     assert ragged_last_batch(tiny, make_settings({"batch_size": 32, "devices": 8})) is False   # 128 per rank
 
 
+@pytest.mark.slow
 def test_the_real_cpu_pipeline_keeps_the_ragged_batch_in_process_workers(tmp_path):
     """mindspore.dataset for real: two process workers without shared memory, the last batch kept."""
     from workloads.pipeline import device_vision_ops

@@ -166,6 +166,7 @@ def test_the_audit_hook_catches_a_derive_that_reads_the_data(tmp_path):
     assert result.returncode != 0 and "calibration read validation data" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_derive_script_runs_without_reading_the_validation_data(tmp_path):
     """`python -m hardware.calibration.derive` in a copy of the tree (it rewrites profile tables), with an
     audit hook that fails any open() under the copy's hardware/validation/."""

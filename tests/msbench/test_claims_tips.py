@@ -21,6 +21,7 @@ def verdicts(records):
     return {r.claim.key: r for r in evaluate_claims(RecordSet.of(records).frame) if r.claim.key in TIPS}
 
 
+@pytest.mark.slow
 def test_each_tip_claim_reads_its_pair():
     got = verdicts([
         record(thr=1000, peak_gib=20, breakdown=bd(0.025)),
@@ -39,6 +40,7 @@ def test_each_tip_claim_reads_its_pair():
     assert got["memory_reuse"].evidence[0].values["memory_ratio"] == pytest.approx(0.99)
 
 
+@pytest.mark.slow
 def test_a_tip_without_its_pair_has_no_data_and_a_slower_change_fails():
     got = verdicts([record(thr=1000, breakdown=bd(0.025)),
                     record(thr=800, breakdown=bd(0.025), python_multiprocessing=True)])
@@ -50,6 +52,7 @@ def cap_result(records):
     return result
 
 
+@pytest.mark.slow
 def test_the_pool_cap_claim_states_the_largest_batch_that_fits_and_the_first_oom():
     oom = {"status": "oom", "reason": "predicted peak exceeds the cap"}
     result = cap_result([
@@ -67,6 +70,7 @@ def test_the_pool_cap_claim_states_the_largest_batch_that_fits_and_the_first_oom
     assert "cap 10 GiB, largest batch that fits 64, first OOM batch 128" in summarize(result)
 
 
+@pytest.mark.slow
 def test_a_cap_that_never_bites_does_not_hold_and_a_lone_capped_cell_is_no_evidence():
     result = cap_result([
         record(thr=900, batch_size=64), record(thr=1000, batch_size=128),

@@ -17,6 +17,7 @@ def test_list_knobs_json(capsys):
     assert {r["name"] for r in rows} >= {"mode", "amp_level", "sink", "devices", "seed"}
 
 
+@pytest.mark.slow
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[[workloads]]\nname = "resnet50"\n[base]\namp_level = "O9"\n')

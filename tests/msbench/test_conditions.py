@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import time
+
+import pytest
 
 from msbench.conditions import (ConditionsProbe, mismatch, not_quiet, others_load, overloaded, read_cpu_times,
                                 summarize, wait_quiet)
@@ -16,13 +19,22 @@ def test_read_cpu_times_parses_proc_stat(tmp_path):
     assert read_cpu_times(tmp_path / "missing") is None
 
 
+def burn_until_the_clock_ticks(cpu_s: float = 0.2) -> None:
+    """Burn `cpu_s` of this process's CPU and go on until /proc/stat has advanced: the probe's shares are
+    measured only over ticks (a jiffy is 10 ms), so a shorter block would have none to assert on."""
+    before = read_cpu_times()
+    start = time.process_time()
+    while time.process_time() - start < cpu_s or read_cpu_times().total <= before.total:
+        sum(i * i for i in range(10_000))
+
+
 def test_probe_records_load_and_cpu_shares():
     with ConditionsProbe() as probe:
-        sum(i * i for i in range(200_000))
+        burn_until_the_clock_ticks()
     r = probe.result
     assert r["cores"] >= 1 and len(r["load_before"]) == 3 and r["seconds"] > 0
-    if "busy_during" in r:                    # only when the clock advanced a jiffy
-        assert 0 <= r["others_during"] <= r["busy_during"] <= 1
+    assert 0 <= r["others_during"] <= r["busy_during"] <= 1 and 0 <= r["steal_during"] <= 1
+    assert r["own_during"] > 0                # 0.2 CPU seconds of its own, on at most r["cores"] cores
 
 
 def test_mismatch_rule():
@@ -59,10 +71,12 @@ def test_probe_counts_its_own_children_as_its_own():
     import subprocess
     import sys
     with ConditionsProbe() as probe:
-        subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+        subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                        "while time.process_time() - t < 0.3: pass"], check=True)
+        burn_until_the_clock_ticks(0.0)
     r = probe.result
-    if "busy_during" in r:
-        assert r["own_during"] > 0 and r["others_during"] <= r["busy_during"]
+    # 0.3 CPU seconds of the child against the parent's few: the child's are counted as the probe's own
+    assert r["own_during"] * r["seconds"] * r["cores"] >= 0.25 and r["others_during"] <= r["busy_during"]
 
 
 # A child that starts a grandchild burning 1 CPU second, waits until it has ended (a zombie: its times
@@ -78,6 +92,7 @@ import os; os._exit(0)
 """
 
 
+@pytest.mark.slow
 def test_probe_counts_a_descendant_nobody_waits_for_as_its_own():
     """getrusage alone saw none of the grandchild's CPU second (it was never waited for)."""
     import subprocess

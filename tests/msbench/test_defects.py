@@ -160,6 +160,7 @@ def test_an_include_rule_honours_its_target_and_preset(tmp_path):
         ["model:ascend910a", "model:ascend910b"]
 
 
+@pytest.mark.slow
 def test_a_run_with_invalid_cells_reads_back(tmp_path, capsys, monkeypatch):
     """Found by the fuzz suite: an `invalid` record (settings that break a rule) made its run file unreadable,
     so `--resume` and `report` failed on it."""

@@ -128,6 +128,7 @@ def has_worker(run: subprocess.Popen) -> bool:
 
 # --- one writer per run ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_run_id_is_refused_naming_the_holder(tmp_path, marked_env, capsys):
     path = matrix(tmp_path, SLOW_INLINE, [7, 8, 9, 10])
     runs = tmp_path / "runs"
@@ -330,6 +331,7 @@ def test_a_scope_kills_descendants_in_sessions_of_their_own_when_its_parent_dies
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.slow
 def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path, marked_env):
     """A dataset-cache server's process exists before it accepts `--stop`: the parent killed while starting
     it must not leave it running. Here a daemon in a session of its own 'listens' (creates its file) 1.5 s
@@ -354,6 +356,7 @@ def test_a_cleanup_command_is_retried_until_the_daemon_it_stops_listens(tmp_path
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_a_daemon_that_never_accepts_its_stop_is_killed_and_a_lookalike_is_not(tmp_path, marked_env, sig):
     """The last resort: a dataset-cache server refused `--stop` for the whole retry window once (CI, under
@@ -388,6 +391,7 @@ def test_a_daemon_that_never_accepts_its_stop_is_killed_and_a_lookalike_is_not(t
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, jobs, code", [(signal.SIGTERM, "1", 143), (signal.SIGINT, "2", 130)])
 def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, marked_env, sig, jobs, code):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
@@ -411,6 +415,7 @@ def test_sigterm_or_sigint_of_run_saves_kills_and_says_how_to_resume(tmp_path, m
     assert len(ids) == len(set(ids)) == 4
 
 
+@pytest.mark.slow
 def test_sigkill_of_run_leaves_no_worker_and_no_scratch(tmp_path, marked_env):
     path = matrix(tmp_path, SLOW_ISOLATED, [7, 8, 9])
     proc = msbench(["run", str(path), "--out", str(tmp_path / "runs"), "--quiet", "--jobs", "2",
@@ -421,6 +426,7 @@ def test_sigkill_of_run_leaves_no_worker_and_no_scratch(tmp_path, marked_env):
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.slow
 def test_a_timed_out_cell_leaves_no_scratch(tmp_path, marked_env, capsys):
     path = matrix(tmp_path, "support_targets:ScriptedTarget", [3])        # seed 3 hangs
     proc = msbench(["run", str(path), "--out", str(tmp_path / "runs"), "--run-id", "t", "--quiet", "--timeout", "4",
@@ -430,6 +436,7 @@ def test_a_timed_out_cell_leaves_no_scratch(tmp_path, marked_env, capsys):
     assert_nothing_survives(marked_env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killing_run_stops_graph_extraction_and_removes_its_scratch(tmp_path, marked_env, sig):
     """The reported case: a killed `msbench run` on the device model let the extraction child finish."""

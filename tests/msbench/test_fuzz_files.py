@@ -114,6 +114,7 @@ def echo_target(monkeypatch):
     monkeypatch.syspath_prepend(str(SUPPORT))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=mutants(VALID_MATRICES))
 def test_a_mutated_matrix_is_refused_in_one_line_or_round_trips(tmp_path_factory, capsys, echo_target, data):
@@ -147,6 +148,7 @@ def valid_record():
                                                           peak_memory_bytes=2**30, accuracy=0.5), run_id="r")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=mutants([valid_record().to_dict()]))
 def test_a_mutated_record_is_refused_in_one_line_or_round_trips(tmp_path_factory, capsys, data):

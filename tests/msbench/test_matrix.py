@@ -93,6 +93,7 @@ def test_cell_ids_are_stable_and_key_order_free():
     assert Cell(workload="resnet50").id != a.id
 
 
+@pytest.mark.slow
 def test_ids_agree_across_processes(tmp_path):
     path = write(tmp_path, BASIC.format(strategy="grid"))
     runs = [subprocess.run([sys.executable, "-m", "msbench.cli", "matrix", "show", str(path), "--json"],
@@ -124,6 +125,7 @@ def test_malformed_toml_and_missing_file(tmp_path):
         load_matrix(tmp_path / "absent.toml")
 
 
+@pytest.mark.slow
 def test_shipped_matrices_expand():
     from pathlib import Path
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hardware.capabilities import walk_values
@@ -79,6 +80,7 @@ def expand(data: dict):
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(matrices(), st.randoms(use_true_random=False))
 def test_cell_ids_do_not_depend_on_key_order(data, rnd):
@@ -103,6 +105,7 @@ def record_for(entry, i: int) -> Record:
                   started_at=1.0 + i, provenance={"commit": "a" * 40})
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(matrices())
 def test_records_of_every_cell_read_back_equal(data):

@@ -66,6 +66,7 @@ def test_migration_is_explicit_and_unknown_schemas_are_refused():
             Record.from_dict({**old, "schema": bad})
 
 
+@pytest.mark.slow
 def test_a_run_with_invalid_unsupported_failed_and_oom_records_reports(tmp_path, capsys):
     md = tmp_path / "report.md"
     assert main(["report", str(FIXTURE), "--md", str(md)]) == 0
@@ -76,6 +77,7 @@ def test_a_run_with_invalid_unsupported_failed_and_oom_records_reports(tmp_path,
 FINGERPRINTED = ("support_targets:FingerprintedTarget",)   # matrix files name it; the allow-list makes it code
 
 
+@pytest.mark.slow
 def test_the_mode_by_sink_grid_runs_reports_and_resumes(tmp_path, support_path, capsys):
     path = grid(tmp_path, "support_targets:FingerprintedTarget")
     first = run_matrix(path, plugins=FINGERPRINTED, out=tmp_path / "runs", run_id="grid", progress=False)
@@ -89,6 +91,7 @@ def test_the_mode_by_sink_grid_runs_reports_and_resumes(tmp_path, support_path, 
     assert len(RunStore(first.path).load()) == 16
 
 
+@pytest.mark.slow
 def test_resume_reruns_the_cells_whose_fingerprint_changed_and_shows_the_diff(tmp_path, support_path, monkeypatch,
                                                                               capsys):
     path = grid(tmp_path, "support_targets:FingerprintedTarget")

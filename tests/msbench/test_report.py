@@ -94,6 +94,7 @@ def verdicts(frame):
     return {(r.claim.key, r.target): r for r in evaluate_claims(frame)}
 
 
+@pytest.mark.slow
 def test_claims_verdicts_and_numbers(runs):
     got = verdicts(runs.frame)
     expected = {"amp": HOLDS, "graph_mode": HOLDS, "graph_kernel": HOLDS, "sink": PARTLY,
@@ -114,6 +115,7 @@ def test_claims_verdicts_and_numbers(runs):
     assert pipe.values["data_share_after"] == pytest.approx(0.001 / (32 / 1000))
 
 
+@pytest.mark.slow
 def test_claim_fails_and_missing_accuracy_caps_at_partly():
     slow_amp = [record(thr=100, peak_gib=10, breakdown=bd(0.02)),
                 record(thr=90, peak_gib=10, breakdown=bd(0.02), amp_level="O3")]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 from report_fixtures import record  # noqa: E402
 
@@ -26,6 +28,7 @@ def verdicts(records):
     return {r.claim.key: r for r in evaluate_claims(RecordSet.of(records).frame)}
 
 
+@pytest.mark.slow
 def test_optimizer_shard_claim_reads_memory_and_communication_share():
     got = verdicts([
         llm(thr=10, peak_gib=50, breakdown=step_parts(5.0, tp=1.0, dp=2.0), tensor_parallel=2),
@@ -38,6 +41,7 @@ def test_optimizer_shard_claim_reads_memory_and_communication_share():
     assert abs(values["comm_share_after"] - 1.0 / 6.4) < 1e-9         # (0.5 + 0.5) s of 8 x 8 samples / 10 per s
 
 
+@pytest.mark.slow
 def test_selective_against_full_recompute():
     got = verdicts([llm(thr=100, peak_gib=20, breakdown=step_parts(0.08), recompute="full"),
                     llm(thr=104, peak_gib=30, breakdown=step_parts(0.077), recompute="selective")])
@@ -45,6 +49,7 @@ def test_selective_against_full_recompute():
     assert abs(got["llm_recompute"].evidence[0].values["speedup"] - 1.04) < 1e-9
 
 
+@pytest.mark.slow
 def test_pipeline_bubble_pairs_differ_only_in_micro_batches():
     got = verdicts([
         llm(thr=10, breakdown=step_parts(0.4, bubble=0.4), pipeline_stages=4, micro_batches=4),
@@ -56,6 +61,7 @@ def test_pipeline_bubble_pairs_differ_only_in_micro_batches():
     assert result.evidence[0].values["speedup"] == 1.6
 
 
+@pytest.mark.slow
 def test_175b_memory_claim_reads_oom_cells_too():
     common = {"devices": 64, "tensor_parallel": 8, "pipeline_stages": 8, "micro_batches": 8}
     plain = llm("gpt3-175b", status="oom", reason="predicted peak 200 GiB", peak_gib=200, **common)

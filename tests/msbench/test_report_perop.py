@@ -75,6 +75,7 @@ def inference(target: str, batch: int, p50: float) -> object:
     return rec
 
 
+@pytest.mark.slow
 def test_latency_rows_per_batch_and_the_report_keeps_inference_out_of_the_knob_sections(tmp_path):
     records = [inference("mindspore:cpu", b, 0.001 * b) for b in (4, 1, 16)] + list(pair())
     table = latency.latency_table(records)

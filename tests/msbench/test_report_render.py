@@ -35,6 +35,7 @@ def report(tmp_path: Path, *inputs: str, extra: tuple[str, ...] = (), with_html:
     return html.read_text() if with_html else "", md.read_text()
 
 
+@pytest.mark.slow
 def test_full_report_is_self_contained(tmp_path):
     run = write_run(tmp_path / "runs" / "claims.jsonl",
                     claims_records() + claims_records("model:ascend910a", scale=0.5))
@@ -52,6 +53,7 @@ def test_full_report_is_self_contained(tmp_path):
     assert "results of one commit only" in md
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("records, says", [
     ([], "no msbench records"),
     ([record(status="failed", reason="Traceback: boom")], "baseline cell is failed"),
@@ -84,6 +86,7 @@ def commit_pair():
     return before, after
 
 
+@pytest.mark.slow
 def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
     before, after = commit_pair()
     inputs = load_inputs([write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)])
@@ -109,6 +112,7 @@ def test_commit_diff_is_direction_aware_regressions_first(tmp_path):
     assert "sink=true" not in set(effects["label"])
 
 
+@pytest.mark.slow
 def test_baseline_by_commit_and_by_path(tmp_path):
     before, after = commit_pair()
     a, b = write_run(tmp_path / "a.jsonl", before), write_run(tmp_path / "b.jsonl", after)
@@ -145,6 +149,7 @@ def test_bad_inputs_are_user_errors(tmp_path, capsys):
     assert "--memory-cap" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_default_output_paths(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write_run(tmp_path / "r.jsonl", [record(thr=1.0, peak_gib=1.0)])
@@ -154,6 +159,7 @@ def test_default_output_paths(tmp_path, monkeypatch, capsys):
     assert all((tmp_path / p).is_file() and p.startswith("results/reports/") for p in printed)
 
 
+@pytest.mark.slow
 def test_markdown_only_draws_no_plots(tmp_path):
     run = write_run(tmp_path / "r.jsonl", claims_records())
     sections = build_report(load_inputs([run]), Options(plots=False))
@@ -161,6 +167,7 @@ def test_markdown_only_draws_no_plots(tmp_path):
     assert any(s.figures for s in build_report(load_inputs([run]), Options()))
 
 
+@pytest.mark.slow
 def test_a_run_made_across_commits_is_one_side(tmp_path):
     records = claims_records()
     for i, rec in enumerate(records):
@@ -187,6 +194,7 @@ def test_commits_follow_git_history_not_wall_time(tmp_path):
     assert runs.commits() == [older, newer]
 
 
+@pytest.mark.slow
 def test_comparisons_across_commits_are_flagged(tmp_path):
     records = claims_records()
     for i, rec in enumerate(records):

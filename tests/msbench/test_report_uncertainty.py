@@ -58,6 +58,7 @@ def found():
     return robustness(records), records
 
 
+@pytest.mark.slow
 def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant(found):
     result, records = found
     b = result[("graph_mode", "model:ascend910b")]
@@ -77,6 +78,7 @@ def test_a_verdict_that_flips_at_a_range_end_is_uncertain_and_names_the_constant
         [["graph_mode", "launch.pynative_us", "25", claims.PARTLY]]
 
 
+@pytest.mark.slow
 def test_a_verdict_that_survives_every_range_end_is_robust(found):
     result, records = found
     a = result[("graph_mode", "model:ascend910a")]
@@ -86,6 +88,7 @@ def test_a_verdict_that_survives_every_range_end_is_robust(found):
     assert result[("sink", "model:ascend910a")].text == ""       # no cells: nothing to judge
 
 
+@pytest.mark.slow
 def test_records_without_range_ends_are_said_not_checked(found):
     _, records = found
     b_records = [r for r in records if r.cell.target == "model:ascend910b"]
@@ -100,6 +103,7 @@ def test_records_without_range_ends_are_said_not_checked(found):
     assert said.text == "not checked: mlp: the LLM composition's ends ..."
 
 
+@pytest.mark.slow
 def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeypatch):
     _, records = found
     calls = []
@@ -120,6 +124,7 @@ def test_a_targets_robustness_is_cached_by_content(found, private_cache, monkeyp
     assert calls[2:] == ["model:ascend910b"]
 
 
+@pytest.mark.slow
 def test_a_tip_verdict_that_hangs_on_a_tip_estimate_says_so():
     """SOMAS' packing loss (tips.somas_packing_loss, 0-1) is varied like a profile's own estimates: at 1
     the plan packs no better than the pool, and memory reuse no longer saves memory."""

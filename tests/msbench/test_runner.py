@@ -40,6 +40,7 @@ def matrix(tmp_path, target, seeds, accuracy=False):
     return path
 
 
+@pytest.mark.slow
 def test_every_failure_becomes_a_record_and_the_run_goes_on(tmp_path, support_path):
     path = matrix(tmp_path, SCRIPTED, [1, 2, 3, 4, 5, 6], accuracy=True)
     result = run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", timeout=8, progress=False)
@@ -77,6 +78,7 @@ def test_jobs_run_cells_concurrently_and_record_each_once(tmp_path, support_path
     assert len(ids) == len(set(ids)) == 9
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_resume_records_every_cell_once(tmp_path, support_path):
     path = matrix(tmp_path, SLOW, list(range(7, 17)))
     cmd = [sys.executable, "-m", "msbench.cli", "run", str(path), "--out", str(tmp_path / "runs"),

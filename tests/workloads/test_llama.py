@@ -62,6 +62,7 @@ def test_one_block_at_per_shard_shapes_holds_a_tensor_parallel_share(scratch):
         BlockShape.per_shard(p, tensor_parallel=16)
 
 
+@pytest.mark.slow
 def test_a_tiny_block_runs_forward_and_backward_at_its_shard_shapes(scratch):
     import mindspore as ms
 
@@ -78,6 +79,7 @@ def test_a_tiny_block_runs_forward_and_backward_at_its_shard_shapes(scratch):
     assert all(np.isfinite(g.asnumpy()).all() for g in grads) and any(np.abs(g.asnumpy()).sum() > 0 for g in grads)
 
 
+@pytest.mark.slow
 def test_rotary_positions_make_attention_depend_on_order(scratch):
     """With rotary embeddings and no position table, swapping two earlier tokens changes the last output."""
     import mindspore as ms
@@ -104,6 +106,7 @@ def test_tiny_llama_with_grouped_query_attention_trains_and_beats_chance(graph_m
     assert wl.evaluate(result.network, preset)[wl.metric_name] > 2.0 * chance
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["llama2-70b", "gpt3-175b"])
 def test_the_flop_formula_is_the_counters_on_the_real_tiny_networks(name, scratch):
     """The one FLOP counter (compiled forward graph) agrees with the formula `msbench list workloads` uses

@@ -25,6 +25,7 @@ print(json.dumps({"plain": [len(wl.recompute_blocks(plain, f)) for f in (False, 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["resnet50", "bert-base", "yolov8n"])
 def test_marks_survive_amp_o1_and_full_covers_more(name, scratch):
     import json

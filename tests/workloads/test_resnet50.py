@@ -17,6 +17,7 @@ def wl():
     return get_workload("resnet50")
 
 
+@pytest.mark.slow
 def test_full_network_has_the_published_parameter_count(wl, scratch):
     from msbench.commands.summary import trainable_params
 

@@ -76,6 +76,7 @@ def test_graph_and_pynative_give_the_same_losses(toy, scratch):
     np.testing.assert_allclose(losses["graph"], losses["pynative"], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_grad_accum_two_matches_a_doubled_batch(toy, mode):
     preset = toy.preset("nonorm")   # BatchNorm statistics would differ between 2x16 and 32 by design
     x, y = batch(toy, preset, 32)
@@ -90,6 +91,7 @@ def test_grad_accum_two_matches_a_doubled_batch(toy, mode):
         np.testing.assert_allclose(after[2][1][name], value, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_amp_o2_dynamic_loss_scale_skips_overflow_and_halves(toy, mode):
     preset = toy.preset("tiny")
     step = ts.build_train_step(toy, preset, make_settings({"mode": mode, "amp_level": "O2", "loss_scale": "dynamic"}))
@@ -116,6 +118,7 @@ def test_amp_effective_names_what_was_applied(level, keep_bn, expected):
     assert ts.amp_effective(s) == expected
 
 
+@pytest.mark.slow
 def test_recompute_keeps_the_losses(toy, scratch):
     ms.set_context(mode=ms.GRAPH_MODE)
     preset = toy.preset("tiny")
@@ -129,6 +132,7 @@ def test_recompute_keeps_the_losses(toy, scratch):
     assert losses["selective"] == losses["none"] == losses["full"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["momentum", "adam", "adamw"])
 @pytest.mark.parametrize("schedule", ["constant", "cosine", "step", "poly"])
 def test_optimizers_and_schedules_update_the_weights(toy, scratch, optimizer, schedule):
@@ -142,6 +146,7 @@ def test_optimizers_and_schedules_update_the_weights(toy, scratch, optimizer, sc
     assert any(not np.array_equal(v, before[k]) for k, v in params_of(step).items())
 
 
+@pytest.mark.slow
 def test_compiles_without_running(toy, scratch):
     ms.set_context(mode=ms.GRAPH_MODE)
     preset = toy.preset("tiny")
@@ -183,6 +188,7 @@ def test_warm_up_ramps_from_the_preset_rate_to_the_scaled_one(toy, schedule):
         assert values[3] == pytest.approx(peak)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip", ["norm", "global_norm"])
 def test_grad_clip_bounds_the_update(toy, scratch, clip):
     """Momentum's first update is lr x (gradient + weight decay x weight): recover the gradient the optimizer

@@ -19,6 +19,7 @@ def param_count(network) -> int:
     return sum(int(np.prod(p.shape)) for p in network.trainable_params())
 
 
+@pytest.mark.slow
 def test_full_networks_have_the_published_parameter_counts(scratch):
     """All five, built at full size (parameters declared, not materialised: nothing is trained)."""
     from mindspore.nn.utils import no_init_parameters
@@ -128,6 +129,7 @@ def test_samples_are_deterministic_per_index_and_split():
     assert np.array_equal(inputs[1:], labels[:-1])   # next-token labels
 
 
+@pytest.mark.slow
 def test_bert_masking_is_80_10_10_over_words_only():
     preset = get_workload("bert-base").preset("full")
     source, masking = data.BertPairSource(preset, "train"), data.BertMasking(preset)

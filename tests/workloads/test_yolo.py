@@ -23,6 +23,7 @@ def tensor(array, dtype=np.float32):
     return Tensor(np.asarray(array, dtype))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_full_network_has_the_published_parameter_count(name, scratch):
     from msbench.commands.summary import trainable_params
@@ -89,6 +90,7 @@ def test_v5_assignment_uses_matching_anchors_and_the_two_nearest_neighbour_cells
     assert tbox[0, 0, 0, 2] == pytest.approx([0.6, 1.4, 2, 2], abs=1e-5)              # from the cell above
 
 
+@pytest.mark.slow
 def test_task_aligned_assigner_on_hand_made_boxes(scratch):
     from workloads.yolo.boxes import bbox_ciou
     from workloads.yolo.loss_v8 import TaskAlignedAssigner
@@ -111,6 +113,7 @@ def test_task_aligned_assigner_on_hand_made_boxes(scratch):
     assert target_scores[3].tolist() == [0, 0]
 
 
+@pytest.mark.slow
 def test_recompute_marks_csp_blocks_selectively_and_every_conv_block_fully(scratch):
     from workloads.yolo.layers import C2f, C3
 
@@ -182,6 +185,7 @@ def test_augmented_batches_do_not_depend_on_workers_or_storage(scratch):
     assert all(np.array_equal(a, b) for x, y in zip(generated, stored) for a, b in zip(x, y))
 
 
+@pytest.mark.slow
 def test_full_pipeline_mosaics_decoded_jpegs_from_mindrecord(scratch):
     wl = get_workload("yolov5s")
     preset = wl.preset("full", {"train_samples": 4, "batch_size": 2})

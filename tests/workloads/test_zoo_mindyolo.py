@@ -78,6 +78,7 @@ def test_zoo_sources_include_mindyolos_models_and_msbenchs_yolo():
     assert adapter.CONFIGS_FILE in sources and all(p.exists() for p in sources)
 
 
+@pytest.mark.slow
 def test_recompute_marks_the_same_blocks_as_msbenchs_yolo_also_after_amp_o1_rewrites_the_cells(scratch):
     import mindspore as ms
 
