@@ -11,7 +11,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench lint test test-fast clean
+.PHONY: setup bench lint test test-fast docs clean
 
 setup: $(STAMP)
 
@@ -33,7 +33,7 @@ lint: $(STAMP)
 # Then two invocations: the suite on two pytest-xdist workers (speed claims skipped under --benchmark-disable;
 # most of its time is single-threaded compiles and child processes, so two workers use both cores), then
 # the speed claims alone, as benchmarks with thresholds (tests/benchmarks, --benchmark-enable).
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
@@ -42,5 +42,11 @@ test: lint
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" --ignore=tests/benchmarks -n 2 --dist loadfile --durations=10
 
+# The documentation site (site/, ignored; make test builds it before the suite, in seconds): strict, so a broken
+# link or a page missing from the nav fails. The tables under docs/generated/ are written by
+# `python -m msbench.docs_gen` (a test checks they are current).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .asv results/runs results/asv results/html .msbench-cache .msbench-data
+	rm -rf $(VENV) site .asv results/runs results/asv results/html .msbench-cache .msbench-data

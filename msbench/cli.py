@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list workloads, knobs or hardware profiles")
     p.add_argument("what", choices=["workloads", "knobs", "hardware"])
     p.add_argument("--json", action="store_true")
+    p.add_argument("--md", action="store_true", help="print a Markdown table (the docs' generated pages)")
 
     p = sub.add_parser("matrix", help="inspect a matrix file")
     p.add_argument("action", choices=["show"])
@@ -204,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_command(args: argparse.Namespace) -> int:
+    if args.md:
+        from msbench.docs_gen import LIST_MARKDOWN
+
+        print(LIST_MARKDOWN[args.what](), end="")
+        return 0
     if args.what == "knobs":
         from hardware.capabilities import knob_table
 

@@ -1,4 +1,4 @@
-"""A workload plugin in a few dozen lines (the README's tutorial): a small CNN, its presets, generated
+"""A workload plugin in a few dozen lines (the tutorial of docs/plugins.md): a small CNN, its presets, generated
 images, a loss and a top-1 metric. msbench finds it as `tiny_cnn:TinyCNNWorkload` (with this folder on
 PYTHONPATH and `--allow-plugin tiny_cnn:TinyCNNWorkload`) or through an entry point of a package."""
 

@@ -185,7 +185,7 @@ def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> 
 
 
 def render(data: dict[str, Any]) -> str:
-    """Markdown: what the terminal shows and what the README's validation section pastes."""
+    """Markdown: what the terminal shows and what docs/generated/validation-*.md holds."""
     def verdict(r: dict[str, Any]) -> str:
         if r["failed"]:
             return "-"

@@ -1,4 +1,4 @@
-"""Workload plugins: the README tutorial's plugin (examples/plugin/tiny_cnn.py) found by `module:Class`
+"""Workload plugins: the plugin tutorial's (docs/plugins.md) (examples/plugin/tiny_cnn.py) found by `module:Class`
 or an entry point, refused unimported when nothing trusted it, keyed by its sources, and run on the
 device model and the real CPU target."""
 
