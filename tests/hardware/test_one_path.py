@@ -37,11 +37,10 @@ REFUSED_AFTER_EXTRACTION = Cell(workload="resnet50", settings=make_settings({"mo
 
 @pytest.fixture(scope="module")
 def model_cache(tmp_path_factory):
+    """The slow tests' shared cache (tests/conftest.py), from a scratch directory."""
     with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("model-cache")
-        mp.setenv("MSBENCH_CACHE", str(path))
-        mp.chdir(path)
-        yield path
+        mp.chdir(tmp_path_factory.mktemp("one-path"))
+        yield
 
 
 def published_case(cell: Cell) -> SimpleNamespace:
