@@ -174,7 +174,7 @@ def observed_parallel_context(s: Settings) -> list:
     """The `mindspore.set_auto_parallel_context` call of a data-parallel rank (hardware/mindspore/distributed.py)."""
     import mindspore as ms
 
-    from hardware.mindspore.parallel_plan import apply_context as apply_parallel_context
+    from workloads.parallel_plan import apply_context as apply_parallel_context
 
     calls: list = []
     with pytest.MonkeyPatch.context() as mp:

@@ -47,7 +47,7 @@ def test_run_with_an_out_under_a_file_is_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("where", ["dir", "empty", "under_a_file"])
 def test_predict_trace_to_a_bad_path_is_one_line_before_predicting(tmp_path, capsys, monkeypatch, where):
-    import hardware.model.cli as model_cli
+    import msbench.commands.predict as model_cli
 
     def no_prediction(cell):
         raise AssertionError("predicted before the --trace path was checked")
