@@ -27,9 +27,9 @@ from typing import Any, Iterator
 from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
 from msbench.child import ChildScope
+from msbench.resources import child_pythonpath
 
 DUMP_PASS = "hwopt_common_final_graph"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables that would change what a child compiles or dumps; children start without them.
 UNCLEAN_ENV = ("MS_DEV_", "MS_COMPILER_CACHE", "MS_ENABLE_GRAPH_KERNEL")
 
@@ -42,7 +42,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without MindSpore compile/dump switches, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(UNCLEAN_ENV)}
     env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = child_pythonpath()        # the suite's packages wherever they are unpacked (msbench.resources)
     return {**env, **(extra or {})}
 
 

@@ -25,7 +25,7 @@ from hardware.capabilities import graph_knobs
 from msbench.cache import cache_dir, cache_get, cache_has, cache_lock, cache_put, cached, content_key, source_hash
 from msbench.host_share import shared_host
 from msbench.settings import Settings
-from hardware.model.extract import REPO_ROOT, ChildError, run_child
+from hardware.model.extract import ChildError, run_child
 from hardware.model.opgraph import OpGraph
 from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
 
