@@ -23,11 +23,13 @@ CPU_OPTIMIZERS_MISSING = {"lars": "LARSUpdate", "lamb": "Lamb"}   # kernel-selec
 MODEL_PREFETCH_DEPTHS = (0, DEFAULTS["prefetch"])
 
 
-# The device-model inputs a knob may change (Effect.inputs): what the cache keys and the prediction path
-# derive their knob sets from, instead of reading the prose.
+# What a knob's value may change (Effect.inputs): what the cache keys, the prediction path, the accuracy
+# run and the inference scenario derive their knob sets from, instead of reading the prose or keeping lists.
 OP_GRAPH = "op_graph"               # the compiled step the device model extracts (the graph cache key)
 PIPELINE_MODES = "pipeline_modes"   # the pipeline's measured modes (hardware/calibration/pipeline_modes.json)
-MODEL_INPUTS = (OP_GRAPH, PIPELINE_MODES)
+NUMBERS = "numbers"                 # the numbers a training run computes (the accuracy run's key)
+FORWARD = "forward"                 # the exported forward network an inference cell calls (msbench.scenario)
+MODEL_INPUTS = (OP_GRAPH, PIPELINE_MODES, NUMBERS, FORWARD)
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,8 @@ class Capability:
     text: str
 
 
-def _apply(what: str) -> Effect:
-    return Effect("applied", what)
+def _apply(what: str, *inputs: str) -> Effect:
+    return Effect("applied", what, frozenset(inputs))
 
 
 def _model(what: str, *inputs: str) -> Effect:
@@ -93,15 +95,19 @@ MODES = "hardware.model.pipeline_modes"
 
 # knob -> target kind -> what a supported value does. Every knob of Settings appears, every kind too.
 EFFECTS: dict[str, dict[str, Effect]] = {
-    "mode": _everywhere("ms.set_context(mode=GRAPH_MODE|PYNATIVE_MODE)", "host_time.dispatch_us (per-op dispatch)"),
+    "mode": _everywhere("ms.set_context(mode=GRAPH_MODE|PYNATIVE_MODE)", "host_time.dispatch_us (per-op dispatch)",
+                        FORWARD),
     "jit_level": _everywhere("cell.set_jit_config(ms.JitConfig(jit_level=...))",
-                             "host_time.dispatch_us and fusion (O1 fuses on npu; O2 sinks the graph)"),
-    "graph_kernel": _everywhere("ms.set_context(enable_graph_kernel=True)", "fusion.apply_fusion + O1 dispatch cost"),
-    "amp_level": _everywhere(f"{STEP}: ms.amp.auto_mixed_precision(level)", GRAPH, OP_GRAPH),
-    "loss_scale": _everywhere(f"{STEP}: the step cell's loss scaler", GRAPH, OP_GRAPH),
-    "keep_batchnorm_fp32": _everywhere(f"{STEP}: auto_mixed_precision O2 vs O3 (norms fp32 or fp16)", GRAPH, OP_GRAPH),
-    "batch_size": _everywhere(f"{STEP} and {DATASET}: data.batch(batch_size)", GRAPH, OP_GRAPH),
-    "grad_accum": _everywhere(f"{STEP}: micro-batches per update", GRAPH + " + memory.estimate_memory", OP_GRAPH),
+                             "host_time.dispatch_us and fusion (O1 fuses on npu; O2 sinks the graph)", FORWARD),
+    "graph_kernel": _everywhere("ms.set_context(enable_graph_kernel=True)", "fusion.apply_fusion + O1 dispatch cost",
+                                 FORWARD),
+    "amp_level": _everywhere(f"{STEP}: ms.amp.auto_mixed_precision(level)", GRAPH, OP_GRAPH, NUMBERS, FORWARD),
+    "loss_scale": _everywhere(f"{STEP}: the step cell's loss scaler", GRAPH, OP_GRAPH, NUMBERS),
+    "keep_batchnorm_fp32": _everywhere(f"{STEP}: auto_mixed_precision O2 vs O3 (norms fp32 or fp16)", GRAPH, OP_GRAPH,
+                                       NUMBERS, FORWARD),
+    "batch_size": _everywhere(f"{STEP} and {DATASET}: data.batch(batch_size)", GRAPH, OP_GRAPH, NUMBERS, FORWARD),
+    "grad_accum": _everywhere(f"{STEP}: micro-batches per update", GRAPH + " + memory.estimate_memory", OP_GRAPH,
+                              NUMBERS),
     "recompute": _everywhere(f"{STEP}: block.recompute() on the marked blocks", GRAPH, OP_GRAPH),
     "workers": _everywhere(f"{DATASET}: num_parallel_workers", "host_time.data_seconds (workers with a core)"),
     "prefetch": _everywhere(f"{DATASET}: ds.config.set_prefetch_size", "host_time: data overlaps the step (> 0) or not"),
@@ -113,14 +119,16 @@ EFFECTS: dict[str, dict[str, Effect]] = {
     "sink_size": _everywhere("ms.data_sink(..., sink_size=...)", "host_time: round trip amortised over a sink round"),
     "devices": _everywhere(f"msrun --worker_num=N + DATA_PARALLEL ({STEP} reduces gradients)",
                            "comm.gradient_allreduce + global throughput"),
-    "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory", OP_GRAPH),
-    "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH, OP_GRAPH),
-    "grad_clip": _everywhere(f"{STEP}: nn.ClipByNorm per gradient | ops.clip_by_global_norm", GRAPH, OP_GRAPH),
+    "optimizer": _everywhere(f"{STEP}: make_optimizer", GRAPH + " + optimizer state memory", OP_GRAPH, NUMBERS),
+    "lr_schedule": _everywhere(f"{STEP}: learning_rate (a LearningRateSchedule)", GRAPH, OP_GRAPH, NUMBERS),
+    "grad_clip": _everywhere(f"{STEP}: nn.ClipByNorm per gradient | ops.clip_by_global_norm", GRAPH, OP_GRAPH, NUMBERS),
     "seed": {**{k: _apply("ms.set_seed + ds.config.set_seed") for k in REAL_KINDS},
-             **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)") for k in MODEL_KINDS}},
+             **{k: _apply("the accuracy run's ms.set_seed (only with accuracy=true)", NUMBERS, FORWARD)
+                for k in MODEL_KINDS}},
     "lr_scaling": {**{k: _apply(f"{STEP}: learning rate x global-batch ratio, with warm-up (Goyal et al.)")
                       for k in REAL_KINDS},
-                   **{k: _apply("the accuracy run's learning rate (only with accuracy=true)") for k in MODEL_KINDS}},
+                   **{k: _apply("the accuracy run's learning rate (only with accuracy=true)", NUMBERS)
+                      for k in MODEL_KINDS}},
 }
 
 PLAN = "workloads.parallel_plan"
@@ -373,8 +381,11 @@ def knobs_changing(model_input: str) -> tuple[str, ...]:
 
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:
 # it recomputes the same activations (tests/workloads/test_train_step.py checks the losses are equal).
-NUMERICS = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
-            "lr_schedule", "grad_clip", "seed", "lr_scaling")
+NUMERICS = knobs_changing(NUMBERS)
+# Knobs that still act on an exported forward network (the inference scenario allows only these): the execution
+# mode and compile level it is loaded under, the precision it was exported at, the batch it is called with, the
+# seed of its initial weights.
+INFERENCE_KNOBS = knobs_changing(FORWARD)
 
 
 def walk_values(knob: str) -> tuple[Any, ...]:

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from hardware.capabilities import NUMERICS
 from hardware.mindspore.accuracy import ACCURACY_SEEDS as DEFAULT_ACCURACY_SEEDS
+from hardware.scenarios import scenario_refusal
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.names import check_name
 from msbench.resources import suite_path
-from msbench.scenario import DEFAULT_SCENARIO, check_scenario, scenario_refusal
+from msbench.scenario import DEFAULT_SCENARIO, check_scenario
 from msbench.settings import DEFAULTS, check_value, make_settings, recorded_settings
 from msbench.targets import check_target_name
 
@@ -300,8 +302,6 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
 
 
 def _accuracy_knobs(value: Any, accuracy: bool, where: str) -> tuple[str, ...] | None:
-    from hardware.capabilities import NUMERICS
-
     if value is None:
         return None
     allowed = f"a list of numerics knobs ({', '.join(k for k in NUMERICS if k != 'seed')})"

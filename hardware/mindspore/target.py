@@ -22,7 +22,7 @@ from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
 from msbench.cell import Cell
 from msbench.errors import ConfigError
-from msbench.scenario import scenario_refusal
+from hardware.scenarios import scenario_refusal
 from msbench.records import Metrics, Record, StepStats
 from msbench.resources import suite_path
 

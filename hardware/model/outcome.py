@@ -19,7 +19,7 @@ from hardware.model.profile import HardwareProfile
 from msbench.cell import Cell
 from msbench.errors import UserError
 from msbench.records import Metrics, Record
-from msbench.scenario import scenario_refusal
+from hardware.scenarios import scenario_refusal
 
 LLM_INFERENCE = ("scenario=inference: the device model composes a decoder-only LLM's training step from one "
                  "block; a forward-only LLM prediction is not built")

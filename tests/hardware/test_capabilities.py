@@ -14,8 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hardware.capabilities import (EFFECTS, KINDS, MODEL_KINDS, NUMERICS, REAL_KINDS, REFUSALS, Facts, capability,
-                                   graph_knobs, refusal, walk_contexts, walk_values)
+from hardware.capabilities import (EFFECTS, FORWARD, INFERENCE_KNOBS, KINDS, MODEL_KINDS, NUMBERS, NUMERICS, REAL_KINDS,
+                                   REFUSALS, Facts, capability, graph_knobs, knobs_changing, refusal, walk_contexts,
+                                   walk_values)
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
 from workloads.parallel_plan import plan_parallel
@@ -297,6 +298,16 @@ def test_cache_keys_read_the_table():
     assert set(GRAPH_KNOBS) == set(graph_knobs()) == {"amp_level", "keep_batchnorm_fp32", "recompute", "batch_size",
                                                       "grad_accum", "optimizer", "loss_scale", "lr_schedule", "grad_clip"}
     assert NUMERICS_KNOBS == NUMERICS and "recompute" not in NUMERICS and "seed" in NUMERICS
+
+
+def test_knob_subsets_derive_from_the_table():
+    # The sets these tuples held when they were written by hand (main at 9979734), in Settings order: a
+    # change to the table that moves a knob in or out of one must change this test too.
+    assert NUMERICS == ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum", "optimizer",
+                        "lr_schedule", "grad_clip", "seed", "lr_scaling")
+    assert INFERENCE_KNOBS == ("mode", "jit_level", "graph_kernel", "amp_level", "keep_batchnorm_fp32",
+                               "batch_size", "seed")
+    assert NUMERICS == knobs_changing(NUMBERS) and INFERENCE_KNOBS == knobs_changing(FORWARD)
 
 
 @pytest.mark.parametrize("knob,value,kind,context,status,fragment", [

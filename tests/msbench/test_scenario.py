@@ -10,7 +10,8 @@ import pytest
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.matrix import load_matrix
-from msbench.scenario import INFERENCE_KNOBS, scenario_refusal
+from hardware.capabilities import INFERENCE_KNOBS
+from hardware.scenarios import scenario_refusal
 from msbench.settings import make_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
