@@ -9,7 +9,6 @@ keep every finished record, and say how to resume; a full disk stops the run wit
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import signal
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from msbench.cell import Cell
-from msbench.child import ChildScope, Terminated
+from msbench.child import Terminated
+from msbench.child_io import call_child, child_env
 from msbench.errors import UserError
 from msbench.outputs import check_dir
 from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
@@ -33,13 +33,11 @@ from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance
 from msbench.records import Metrics, Record
 from msbench.repeat import MeasuresInProcesses, run_in_processes
-from msbench.resources import child_pythonpath
 from msbench.settings import parse_assignments
 from msbench.stats import paired_delta_pp
 from msbench.store import DiskFullError, RunStore
 from msbench.targets import Target, resolve_target
 
-RECORD_PREFIX = "MSBENCH_RECORD "
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Out of memory", "out of memory", "Cannot allocate memory")
 REASON_CHARS = 2000
 REASON_HEAD_CHARS = 600
@@ -113,18 +111,15 @@ def run_isolated(cell: Cell, target_name: str, options: Mapping[str, Any], timeo
                  plugins: tuple[str, ...] = ()) -> Record:
     """Run in a fresh worker process in a scratch dir (msbench.child: its process group and the dir go
     when it ends, times out, or this process dies). The allow-list travels in the request."""
-    request = json.dumps({"target": target_name, "options": dict(options), "plugins": list(plugins),
-                          "cell": cell.to_dict()})
-    env = dict(os.environ)
-    env["PYTHONPATH"] = child_pythonpath(os.getcwd())   # a --allow-plugin module beside the suite's packages
-    with ChildScope(f"msbench-{cell.id}-") as scope:
-        result = scope.run([sys.executable, "-m", "msbench.worker"], input=request, env=env, timeout=timeout)
-    out, err = result.stdout, result.stderr
+    request = {"target": target_name, "options": dict(options), "plugins": list(plugins), "cell": cell.to_dict()}
+    # A --allow-plugin module may sit beside the suite's packages; the real target caps oneDNN itself.
+    call = call_child("msbench.worker", request, env=child_env(plugin_path=True, isa_default=False),
+                      timeout=timeout, scratch_prefix=f"msbench-{cell.id}-")
+    result, err = call.result, call.result.stderr
     if result.timed_out:
         return failure_record(cell, "timeout", f"no result after {timeout:g} s\n{err}")
-    lines = [ln for ln in out.splitlines() if ln.startswith(RECORD_PREFIX)]
-    if result.returncode == 0 and lines:
-        return Record.from_json_line(lines[-1][len(RECORD_PREFIX):])
+    if result.returncode == 0 and call.answer is not None:
+        return Record.from_dict(call.answer)
     if result.returncode == -signal.SIGKILL or any(m in err for m in OOM_MARKERS):
         return failure_record(cell, "oom", f"exit code {result.returncode} (killed or out of memory)\n{err}")
     return failure_record(cell, "failed", f"exit code {result.returncode}\n{err}")

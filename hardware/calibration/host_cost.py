@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from hardware.model.extract import ChildError, run_child
 from hardware.model.graph import check_preset
 from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, entry_key, host_cost, read_calibration
 from hardware.model.host_time import per_sample_seconds
+from msbench.child_io import ChildError, run_child, serve
 from msbench.errors import ConfigError, UserError
 from msbench.host_share import exclusive_host, shared_host
 
@@ -357,10 +357,7 @@ def measure(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    request = json.loads(sys.stdin.read())
-    Path(request["out"]).write_text(json.dumps(measure(request), sort_keys=True))
-    return 0
+    return serve(measure)
 
 
 # --- parent side -----------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hardware.calibration.host_cost import (DATA_FORMATS, PythonClock, ProbePlan, cpu_model,
                                             load_average, timed_segments, write_file)
-from hardware.model.extract import ChildError, run_child
 from hardware.model.pipeline_modes import CALIBRATION_FILE, SCHEMA
+from msbench.child_io import ChildError, run_child, serve
 from msbench.errors import ConfigError, UserError
 from msbench.host_share import exclusive_host
 
@@ -152,10 +152,7 @@ def measure(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    request = json.loads(sys.stdin.read())
-    Path(request["out"]).write_text(json.dumps(measure(request), sort_keys=True))
-    return 0
+    return serve(measure)
 
 
 # --- parent side -----------------------------------------------------------------------------------

@@ -14,8 +14,6 @@ by a second network, another global context, or its memory.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -25,10 +23,10 @@ from typing import Any, Callable
 
 from hardware.capabilities import NUMERICS
 from msbench.cache import cache_get, cache_lock, cache_put, cached, content_key, source_hash
-from msbench.child import ChildScope
+from msbench.child_io import call_child, child_env, serve
 from msbench.cell import Cell
 from msbench.host_share import shared_host
-from msbench.resources import child_pythonpath, suite_path
+from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
 
 NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a run's numbers
@@ -36,7 +34,6 @@ NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a ru
 # with the seed, so a delta is the mean of seed-paired differences with its t-interval (msbench.stats).
 ACCURACY_SEEDS = 3               # tiny-preset runs per accuracy unless the matrix's `accuracy_seeds` says otherwise
 CACHE_KIND = "accuracy"
-RESULT_PREFIX = "MSBENCH_ACCURACY "
 
 
 @dataclass
@@ -197,33 +194,31 @@ def train_and_evaluate(cell: Cell) -> AccuracyResult:
 def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]]:
     """`python -m hardware.mindspore.accuracy` on the cells, one after another: their AccuracyResults as
     dicts. The child and its scratch directory die with this process (msbench.child)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = child_pythonpath(os.getcwd())
     # Each seed compiles afresh (a new network in the child): with MindSpore's compile cache shared by the seeds of one setting, the toy
     # workload's AMP O2 + dynamic loss scale run averaged 42% top-1 over seeds 1-3 from an empty cache
     # against > 55% compiled fresh (tests/hardware/test_mindspore_target.py), so a cached compile changes numerics.
-    with ChildScope("msbench-accuracy-") as scope, shared_host():
-        proc = scope.run([sys.executable, "-m", "hardware.mindspore.accuracy"],
-                         input=json.dumps([c.to_dict() for c in cells]), env=env, timeout=timeout * len(cells))
+    call = call_child("hardware.mindspore.accuracy", {"cells": [c.to_dict() for c in cells]},
+                      env=child_env(plugin_path=True), timeout=timeout * len(cells),
+                      scratch_prefix="msbench-accuracy-", around=shared_host)
     workload = cells[0].workload
-    if proc.timed_out:
+    if call.result.timed_out:
         raise RuntimeError(f"accuracy run of {workload} timed out after {timeout * len(cells):g} s")
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
-    if proc.returncode != 0 or len(lines) != len(cells):
-        raise RuntimeError(f"accuracy run of {workload} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return [json.loads(ln[len(RESULT_PREFIX):]) for ln in lines]
+    if call.result.returncode != 0 or call.answer is None or len(call.answer) != len(cells):
+        raise RuntimeError(f"accuracy run of {workload} failed (exit {call.result.returncode}): "
+                           f"{call.result.stderr[-2000:]}")
+    return list(call.answer)
 
 
-def main() -> int:
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    for data in json.loads(sys.stdin.read()):
+def answer(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The child's answer: each cell's AccuracyResult, trained one after another in this process."""
+    results = []
+    for data in request["cells"]:
         started = time.monotonic()
         result = train_and_evaluate(Cell.from_dict(data))
         result.train_s = round(time.monotonic() - started, 2)
-        sys.stdout.write("\n" + RESULT_PREFIX + json.dumps(asdict(result)) + "\n")
-        sys.stdout.flush()
-    return 0
+        results.append(asdict(result))
+    return results
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(answer))

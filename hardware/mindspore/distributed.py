@@ -11,7 +11,6 @@ The cell's step time is the slowest rank's median: a synchronous update waits fo
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import asdict
@@ -22,6 +21,7 @@ from hardware.mindspore.config import MeasureConfig
 from hardware.mindspore.dataset_cache import free_port
 from msbench.cell import Cell
 from msbench.child import ChildScope
+from msbench.child_io import ANSWER, child_env, read_message, write_message
 from msbench.records import Record, StepStats
 
 REQUEST_FILE = "msrun_request.json"
@@ -40,11 +40,11 @@ def msrun_command(world: int, port: int, request: Path, log_dir: Path) -> list[s
 def run_distributed(cell: Cell, device: str, config: MeasureConfig) -> Record:
     world = cell.settings.devices
     request = Path.cwd() / REQUEST_FILE
-    request.write_text(json.dumps({"cell": cell.to_dict(), "device": device, "config": asdict(config),
-                                   "out": str(Path.cwd())}))
+    write_message(request, {"cell": cell.to_dict(), "device": device, "config": asdict(config),
+                            ANSWER: str(Path.cwd())})
     log_dir = Path.cwd() / LOG_DIR
-    env = dict(os.environ)   # msrun starts ranks with `python` from PATH: make it this interpreter
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # msrun starts ranks with `python` from PATH: make it this interpreter
+    env = child_env(extra={"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])})
     with ChildScope() as scope:     # msrun and its ranks: one process group, gone with this process
         proc = scope.run(msrun_command(world, free_port(), request, log_dir), env=env, cwd=Path.cwd())
     ranks = [Path.cwd() / f"rank{r}.json" for r in range(world)]
@@ -52,7 +52,7 @@ def run_distributed(cell: Cell, device: str, config: MeasureConfig) -> Record:
         logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(log_dir.glob("worker_*.log")))
         raise RuntimeError(f"msrun exited {proc.returncode}; ranks without results: "
                            f"{[p.name for p in ranks if not p.exists()]}\n{proc.stderr[-1000:]}\n{logs}")
-    return combine(cell, device, [json.loads(p.read_text()) for p in ranks])
+    return combine(cell, device, [read_message(p) for p in ranks])
 
 
 def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
@@ -80,9 +80,9 @@ def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
 
 
 def rank_main(request_path: str) -> int:
-    """One rank (run by msrun): init the collective, measure, write rank<N>.json."""
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    request = json.loads(Path(request_path).read_text())
+    """One rank (run by msrun, which passes no stdin: the request is a file, its answer rank<N>.json in the
+    request's answer directory, one file per rank since each writes its own)."""
+    request = read_message(Path(request_path))
     cell = Cell.from_dict(request["cell"])
     config = MeasureConfig(**request["config"])
     import mindspore as ms
@@ -112,7 +112,7 @@ def rank_main(request_path: str) -> int:
         out.update(stats=asdict(m.stats), steps_per_call=result.steps_per_call, compile_s=m.compile_s, data_s=m.data_s,
                    step_batch=result.step_batch,
                    global_samples=result.global_samples, memory=asdict(result.memory), extra=result.extra)
-    Path(request["out"], f"rank{rank}.json").write_text(json.dumps(out))
+    write_message(Path(request[ANSWER], f"rank{rank}.json"), out)
     return 0
 
 

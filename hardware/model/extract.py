@@ -1,8 +1,7 @@
-"""Child processes of the device model, and graph extraction: compile (never run) a MindSpore graph
-and parse its IR dump.
+"""Graph extraction: compile (never run) a MindSpore graph and parse its IR dump.
 
 `python -m hardware.model.extract` reads one JSON request on stdin and writes the analysed graph
-as JSON to the request's `out` path. MindSpore reads `MS_DEV_SAVE_GRAPHS` once, at import, so the
+as its JSON answer (msbench.child_io, the one child transport). MindSpore reads `MS_DEV_SAVE_GRAPHS` once, at import, so the
 dump can only be switched on in a fresh process; `hardware.model.graph` starts this one with a
 clean environment and a scratch working directory, so callers never import MindSpore for it.
 
@@ -18,7 +17,6 @@ Requests:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -26,43 +24,9 @@ from typing import Any, Iterator
 
 from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
-from msbench.child import ChildScope
-from msbench.resources import child_pythonpath
+from msbench.child_io import SCRATCH, serve
 
 DUMP_PASS = "hwopt_common_final_graph"
-# Variables that would change what a child compiles or dumps; children start without them.
-UNCLEAN_ENV = ("MS_DEV_", "MS_COMPILER_CACHE", "MS_ENABLE_GRAPH_KERNEL")
-
-
-class ChildError(RuntimeError):
-    """A child process failed or timed out; the message carries its stderr tail."""
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without MindSpore compile/dump switches, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(UNCLEAN_ENV)}
-    env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-    env["PYTHONPATH"] = child_pythonpath()        # the suite's packages wherever they are unpacked (msbench.resources)
-    return {**env, **(extra or {})}
-
-
-def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run `python -m <module>` in a scratch directory (MindSpore writes rank_0/ etc. into the cwd)
-    with the request as JSON on stdin; the child writes its JSON answer to `request["out"]`, so
-    MindSpore's own prints never corrupt it. `request["dump_dir"]` is a fresh directory for IR dumps.
-    The child and the directory die with this process (msbench.child)."""
-    with ChildScope("msbench-child-") as scope:
-        work = scope.scratch
-        assert work is not None
-        out = work / "result.json"
-        request = {**request, "dump_dir": str(work / "ir"), "out": str(out)}
-        proc = scope.run([sys.executable, "-m", module], input=json.dumps(request), env=child_env(), timeout=timeout)
-        if proc.timed_out:
-            raise ChildError(f"timed out after {timeout:.0f} s")
-        if proc.returncode != 0 or not out.exists():
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            raise ChildError(f"failed (exit {proc.returncode}):\n{tail}")
-        return json.loads(out.read_text())
 
 
 def dump_env(dump_dir: Path) -> dict[str, str]:
@@ -173,19 +137,15 @@ def zero_filled_initializers() -> None:
         setattr(initializer, name, zeros)
 
 
-def main() -> int:
-    request = json.loads(sys.stdin.read())
-    dump_dir = Path(request["dump_dir"])
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The child's answer to one request (or a batch); its scratch directory receives the IR dumps."""
+    dump_dir = Path(request[SCRATCH])
     for key, value in dump_env(dump_dir).items():
         os.environ[key] = value                      # before the first `import mindspore`
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     zero_filled_initializers()
     if request["kind"] == "batch":
-        answer: dict[str, Any] = {"results": [batch_item(item, dump_dir) for item in request["requests"]]}
-    else:
-        answer = compiled_graph(request, dump_dir)
-    Path(request["out"]).write_text(json.dumps(answer, sort_keys=True))
-    return 0
+        return {"results": [batch_item(item, dump_dir) for item in request["requests"]]}
+    return compiled_graph(request, dump_dir)
 
 
 def batch_item(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
@@ -237,4 +197,4 @@ def _op_dict(op: Any) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(answer))

@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hardware.capabilities import graph_knobs
 from msbench.cache import cache_dir, cache_get, cache_has, cache_lock, cache_put, cached, content_key, source_hash
+from msbench.child_io import ChildError, run_child
 from msbench.host_share import shared_host
 from msbench.settings import Settings
-from hardware.model.extract import ChildError, run_child
 from hardware.model.opgraph import OpGraph
 from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hardware.model.dataflow import analyse, peak_live, tuple_index
-from hardware.model.extract import DUMP_PASS, child_env, dump_env
+from hardware.model.extract import DUMP_PASS, dump_env
+from msbench.child_io import child_env
 from hardware.model.ir import IrGraph, IrNode, parse_abstract, read_dumps, split_args, split_abstracts
 from hardware.model.opgraph import TensorSpec
 
@@ -58,7 +59,8 @@ def dumps(tmp_path_factory) -> dict[str, list[Path]]:
     for variant in ("plain", "recompute", "o2"):
         work = tmp_path_factory.mktemp(variant)
         (work / "net.py").write_text(NET)            # MindSpore parses construct() from a source file
-        proc = subprocess.run([sys.executable, "net.py", variant], cwd=work, env=child_env(dump_env(work / "ir")),
+        proc = subprocess.run([sys.executable, "net.py", variant], cwd=work,
+                              env=child_env(compile_clean=True, extra=dump_env(work / "ir")),
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out[variant] = sorted((work / "ir").glob(f"{DUMP_PASS}_*.ir"))
