@@ -21,7 +21,7 @@ HANDLERS: dict[str, str] = {
     "run": "msbench.runner:run_command",
     "measure": "msbench.commands.measure:measure_command",
     "predict": "msbench.commands.predict:predict_command",
-    "validate": "hardware.model.validate:validate_command",
+    "validate": "msbench.commands.validate:validate_command",
     "calibrate": "msbench.commands.calibrate:calibrate_command",
     "report": "msbench.report.cli:report_command",
     "compare": "msbench.compare:compare_command",

@@ -9,7 +9,7 @@ import pytest
 from hardware.calibration import cpu_ops, derive, table
 from hardware.calibration.cpu_ops import Instance
 from hardware.model.compute import gemm_shape, make_kernel
-from hardware.model.fit import SCALARS, parameter_paths
+from hardware.calibration.fit import SCALARS, parameter_paths
 from hardware.model.opgraph import Op, TensorSpec
 from hardware.model.profile import OpCost, load_profile
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hardware.model.fit import main
+from hardware.calibration.fit import main
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
 from msbench.settings import Settings

@@ -13,7 +13,7 @@ from msbench.commands.predict import cell_prediction
 from hardware.model.outcome import ModelRefusal, prediction_metrics
 from hardware.model.predict import canonical
 from hardware.model.target import ModelTarget
-from hardware.model.validate import compare
+from hardware.validation.cpu import compare
 from hardware.validation.report import model_predictor, predict_case
 from msbench.cell import Cell
 from msbench.records import Metrics, Record

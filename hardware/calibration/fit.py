@@ -7,7 +7,7 @@ on a 5 ms and a 500 ms cell, with a robust (soft-L1) loss: on a shared machine a
 during a neighbour's burst is an outlier, and must not drag every parameter. Memory: peak = (planned + workspace) x (1 + fragmentation) is linear
 in (1 + f, workspace x (1 + f)), solved by least squares on relative error.
 
-    python -m hardware.model.fit hardware/calibration/data/cpu_validation_run.jsonl [--profile cpu]
+    python -m hardware.calibration.fit hardware/calibration/data/cpu_validation_run.jsonl [--profile cpu]
 
 prints the fitted values as TOML lines for hardware/profiles/cpu.toml (or the --profile's), with the CPU
 model the run was measured on, which the profile names as `fitted_cpu`. It refuses a run whose cells were
@@ -17,18 +17,24 @@ prints what it accepted and why, which the profile's header must repeat.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from hardware.model.host_time import HostCostLike
+from hardware.model.inputs import plan_graph, plan_host
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
+from hardware.model.plan import resolve
 from hardware.model.predict import predict
 from hardware.model.profile import EfficiencyTable, HardwareProfile, load_profile
+from hardware.validation.cpu import measured_cpus, measured_records, split_of
+from msbench.conditions import mixed, not_quiet, of_record
 from msbench.settings import Settings
 
 TABLES = ("cube.efficiency", "vector.efficiency", "memory.efficiency")
@@ -154,14 +160,22 @@ def toml_lines(profile: HardwareProfile) -> list[str]:
     return lines
 
 
+def fit_cases(run_path: str | Path, profile: str) -> list[FitCase]:
+    """The run's measured `fit` cells as FitCases (graph, settings, host cost, measurements)."""
+    prof = load_profile(profile)
+    cases = []
+    for r in measured_records(Path(run_path)):
+        c = r.cell
+        if split_of(c) != "fit":
+            continue
+        plan = resolve(c, prof)
+        cases.append(FitCase(graph=plan_graph(plan), settings=c.settings, host=plan_host(plan),
+                             step_time_s=r.metrics.step_time_s, peak_memory_bytes=r.metrics.peak_memory_bytes))
+    return cases
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    from pathlib import Path
-
-    from hardware.model.validate import fit_cases, measured_cpus, measured_records
-    from msbench.conditions import mixed, not_quiet, of_record
-
-    parser = argparse.ArgumentParser(prog="python -m hardware.model.fit")
+    parser = argparse.ArgumentParser(prog="python -m hardware.calibration.fit")
     parser.add_argument("run", help="a run of matrices/validation.toml on mindspore:cpu (JSONL)")
     parser.add_argument("--profile", default="cpu", help="the cpu-kind profile whose free parameters are fitted")
     parser.add_argument("--accept-conditions", metavar="REASON", help="fit a run that the conditions rule flags")
