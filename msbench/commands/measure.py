@@ -14,7 +14,7 @@ from msbench.records import Record
 def measure_command(args: argparse.Namespace) -> int:
     from msbench.errors import UserError
     from msbench.outputs import check_dir
-    from msbench.runner import run_cells
+    from msbench.cell_run import run_cells
     from msbench.settings import make_settings, parse_assignments
 
     if args.wait_quiet < 0:

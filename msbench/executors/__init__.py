@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from msbench.cell import Cell
+from msbench.cell_run import failure_record, run_cell
 from msbench.errors import UserError
 from msbench.matrix import Entry
 from msbench.records import Record
@@ -35,8 +36,6 @@ class CellJob:
     wait_quiet_s: float = 0.0              # --wait-quiet: before each measured process (msbench.repeat)
 
     def __call__(self, entry: Entry) -> Record:
-        from msbench.runner import failure_record, run_cell
-
         if entry.status == "invalid":
             return failure_record(entry.cell, "invalid", entry.reason)
         return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins,

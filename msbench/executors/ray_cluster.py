@@ -28,6 +28,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from msbench.cell_run import failure_record
 from msbench.errors import UserError
 from msbench.executors import CellJob, Done
 from msbench.matrix import Entry
@@ -169,8 +170,6 @@ def run_on_node(job: CellJob, entry: Entry) -> Record:
     class takes other arguments than its message arrives as Ray's UnserializableException)."""
     import ray
 
-    from msbench.runner import failure_record
-
     context = ray.get_runtime_context()
     try:
         record = job(entry)
@@ -240,8 +239,6 @@ class RayExecutor:
         be the cells'."""
 
     def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
-        from msbench.runner import failure_record
-
         nodes = self.nodes()
         pending: dict[Any, Attempt] = {}
         for entry in entries:
@@ -273,8 +270,6 @@ class RayExecutor:
     def _outcome(self, ref: Any, attempt: Attempt) -> Record | None:
         """The task's record; None to retry it (its worker or node died); a `failed` record after the
         last try; an `oom` record when Ray's memory monitor killed it (the cell's own failure)."""
-        from msbench.runner import failure_record
-
         cell = attempt.entry.cell
         try:
             return self.ray.get(ref)
@@ -292,8 +287,6 @@ class RayExecutor:
 
     def _drop_unplaceable(self, pending: dict[Any, Attempt], done: Done) -> None:
         """Cells no alive node can hold any more (their kind of node died) are recorded, not left pending."""
-        from msbench.runner import failure_record
-
         nodes = self.nodes()
         for ref, attempt in list(pending.items()):
             why = refusal(attempt.need, nodes)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from msbench.runner import run_cell
+from msbench.cell_run import run_cell
 
 pytestmark = pytest.mark.slow
 

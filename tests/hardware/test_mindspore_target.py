@@ -10,7 +10,7 @@ import pytest
 from hardware.mindspore.accuracy import accuracy_in_subprocess
 from hardware.mindspore.backend import host_has_avx512
 from hardware.mindspore.target import MindSporeTarget
-from msbench.runner import run_cell
+from msbench.cell_run import run_cell
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ def test_unsupported_is_reported_without_running(toy_env, toy_cell):
 
 def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
     from msbench.commands.measure import ratio_line
-    from msbench.runner import run_cells
+    from msbench.cell_run import run_cells
 
     a, b = run_cells([toy_cell(mode="graph"), toy_cell(mode="graph", batch_size=32)], timeout=180.0)
     assert a.status == b.status == "ok", (a.reason, b.reason)

@@ -205,7 +205,7 @@ def test_the_calibration_file_holds_what_the_shipped_matrices_read():
 @pytest.mark.slow
 def test_a_real_cpu_cell_with_somas_and_a_ragged_batch(toy_env, toy_cell, monkeypatch):
     """mindspore:cpu end to end: set_memory(optimize_level="O1") applied, 256 samples at batch 24 kept ragged."""
-    from msbench.runner import run_cell
+    from msbench.cell_run import run_cell
 
     for name in ("PROCESSES", "MAX_PROCESSES"):
         monkeypatch.setenv(f"MSBENCH_MEASURE_{name}", "1")      # one measured process is enough here

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from msbench.runner import REASON_CHARS, clip_reason, in_shard, run_matrix
+from msbench.runner import in_shard, run_matrix
+from msbench.cell_run import REASON_CHARS, clip_reason
 from msbench.store import RunStore
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
