@@ -2,8 +2,8 @@
 makes), modelled (the device-model input it changes) or refused (why). Declared once, here.
 
 `MindSporeTarget.supports`, `ModelTarget.supports`, the cache-key knob sets of the op graph and of
-the accuracy run, `msbench list knobs` and the capability test all read this table, so a knob
-cannot be wired on one side and silently ignored on another. Pure data and small functions: no
+the accuracy run, the inference scenario's knobs, `msbench list knobs` (hardware/knob_table.py) and the
+capability test all read this table, so a knob cannot be wired on one side and silently ignored on another. Pure data and small functions: no
 MindSpore import (the runner's parent refuses a cell before any child starts).
 
 Refusal texts cite shared/reference/mindspore-2.10-cpu.md where they state MindSpore behaviour.
@@ -11,10 +11,10 @@ Refusal texts cite shared/reference/mindspore-2.10-cpu.md where they state MindS
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from msbench.settings import DEFAULTS, KNOB_META, KNOB_TYPES, FloatRange, Settings, describe_allowed
+from msbench.settings import DEFAULTS, Settings
 
 REAL_KINDS = ("mindspore:cpu", "mindspore:ascend", "mindspore:gpu")
 MODEL_KINDS = ("model:npu", "model:cpu")
@@ -183,42 +183,6 @@ EFFECTS.update({
                                      "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 })
 
-# The settings a knob is walked in by the capability test and `msbench list knobs`: where its values
-# are allowed at all (a knob that needs another knob is walked with that one set).
-WALK_CONTEXTS: dict[str, tuple[Mapping[str, Any], ...]] = {
-    "jit_level": ({"mode": "graph"},),
-    "graph_kernel": ({"mode": "graph"},),
-    "loss_scale": ({"amp_level": "O2"},),
-    "keep_batchnorm_fp32": ({"amp_level": "O2"}, {"amp_level": "O3"}),
-    "cache": ({"data_format": "mindrecord"},),
-    "sink": ({"mode": "graph"},),
-    "sink_size": ({"mode": "graph", "sink": True},),
-    "lr_scaling": ({}, {"devices": 8}),
-    "tensor_parallel": ({"devices": 8, "parallel_mode": "semi_auto"},),
-    "pipeline_stages": ({"devices": 8, "parallel_mode": "semi_auto"},),   # p > 1 also needs micro_batches >= p
-    "micro_batches": ({"devices": 8, "parallel_mode": "semi_auto", "pipeline_stages": 2, "micro_batches": 2},),
-    "sequence_parallel": ({"devices": 8, "parallel_mode": "semi_auto", "tensor_parallel": 2},),
-    "optimizer_shard": ({"devices": 8, "parallel_mode": "semi_auto"},),
-    "parallel_mode": ({"devices": 8},),
-    "flash_attention": ({"amp_level": "O2"},),
-    "shared_mem": ({"python_multiprocessing": True},),
-    "drop_remainder": ({"mode": "graph"}, {}),
-}
-
-# Representative values of integer knobs (boundaries, the default, a typical value).
-WALK_VALUES: dict[str, tuple[Any, ...]] = {
-    "batch_size": (None, 1, 32, (1 << 20) - 1),
-    "grad_accum": (1, 2, 1024),
-    "workers": (1, 2, 8, 128),
-    "prefetch": (0, 1, 16, 1024),
-    "sink_size": (-1, 1, 4),
-    "seed": (0, 1, 2**31 - 1),
-    "tensor_parallel": (1, 2, 8, 4096),
-    "pipeline_stages": (1, 2, 8, 4096),
-    "micro_batches": (1, 4, 32, (1 << 20) - 1),
-    "max_device_memory": (None, 0.5, 16.0, 1024.0),
-}
-
 def _preset_batch(s: Any) -> bool:
     """The global batch is the preset's own: the learning-rate rule has nothing to scale."""
     return s.batch_size is None and s.devices == 1 and s.grad_accum == 1
@@ -312,7 +276,7 @@ def _llm_default(s: Settings, knob: str) -> bool:
 
 REFUSALS += tuple(
     Refusal(knob, ("mindspore:cpu",), lambda s, f, knob=knob: not _llm_default(s, knob),
-            lambda s, f, knob=knob: f"{knob}={_text(getattr(s, knob))}: {_CPU_DATA_ONLY}")
+            lambda s, f, knob=knob: f"{knob}={value_text(getattr(s, knob))}: {_CPU_DATA_ONLY}")
     for knob in ("parallel_mode", "tensor_parallel", "pipeline_stages", "optimizer_shard")
 ) + (
     Refusal("flash_attention", ("mindspore:cpu", "mindspore:gpu"), lambda s, f: s.flash_attention,
@@ -342,7 +306,7 @@ REFUSALS += (
     Refusal("sink", MODEL_KINDS, lambda s, f: f.llm_composition and not s.sink, lambda s, f: f"sink=false: {_LLM_GRAPH_SINK}"),
 ) + tuple(
     Refusal(knob, MODEL_KINDS, lambda s, f, knob=knob: f.llm_composition and not _llm_default(s, knob),
-            lambda s, f, knob=knob, why=why: f"{knob}={_text(getattr(s, knob))}: {why}")
+            lambda s, f, knob=knob, why=why: f"{knob}={value_text(getattr(s, knob))}: {why}")
     for knob, why in (("graph_kernel", _LLM_NO_FUSION),
                       ("sink_size", _LLM_NO_PIPELINE), ("workers", _LLM_NO_PIPELINE), ("prefetch", _LLM_NO_PIPELINE),
                       ("data_format", _LLM_NO_PIPELINE),
@@ -388,70 +352,6 @@ NUMERICS = knobs_changing(NUMBERS)
 INFERENCE_KNOBS = knobs_changing(FORWARD)
 
 
-def walk_values(knob: str) -> tuple[Any, ...]:
-    """Every value of a knob with a finite set; boundaries and typical values of an integer range."""
-    if knob in WALK_VALUES:
-        return WALK_VALUES[knob]
-    allowed = KNOB_META[knob]["allowed"]
-    return tuple(allowed) if not isinstance(allowed, range) else (allowed.start, allowed.stop - 1)
-
-
-def walk_contexts(knob: str) -> tuple[Mapping[str, Any], ...]:
-    return WALK_CONTEXTS.get(knob, ({},))
-
-
-def capability(knob: str, value: Any, kind: str, context: Mapping[str, Any] | None = None,
-               facts: Facts = Facts()) -> Capability:
-    """What `knob=value` does on `kind` in `context` (other knobs; default: the knob's first walk context)."""
-    from msbench.errors import ConfigError
-    from msbench.settings import make_settings
-
-    check_kind(kind)
-    context = dict(walk_contexts(knob)[0] if context is None else context)
-    try:
-        settings = make_settings({**context, knob: value})
-    except ConfigError as err:
-        return Capability("refused", f"invalid: {err.rule or err.allowed}")
-    reason = refusal(settings, kind, facts)
-    if reason:
-        return Capability("refused", reason)
-    effect = EFFECTS[knob][kind]
-    if value == DEFAULTS[knob]:
-        return Capability("default", effect.what)
-    return Capability(effect.how, effect.what)
-
-
-def summary(knob: str, kind: str) -> str:
-    """One cell of `msbench list knobs`' per-target column: how the knob acts, and the values refused there
-    (beyond those the settings rules forbid everywhere)."""
-    effect = EFFECTS[knob][kind]
-    if effect.how == "refused":
-        return "refused"
-    refused = sorted({_text(v) for ctx in walk_contexts(knob) for v in walk_values(knob)
-                      if v != DEFAULTS[knob] and _refused_here(capability(knob, v, kind, ctx))})
-    return effect.how + (f" (refused: {', '.join(refused)})" if refused else "")
-
-
-def _refused_here(cap: Capability) -> bool:
-    return cap.status == "refused" and not cap.text.startswith("invalid")
-
-
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A knob value as refusals and the knob table print it (unset, true/false, the value)."""
     return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def knob_table() -> list[dict[str, Any]]:
-    """The knob table printed by `msbench list knobs`: one column per target kind from the capability
-    table (applied / modelled, with the values that kind refuses)."""
-    rows = []
-    for f in fields(Settings):
-        allowed = f.metadata["allowed"]
-        rows.append({
-            "name": f.name,
-            "type": KNOB_TYPES[f.name].__name__,
-            "default": f.default,
-            "allowed": (describe_allowed(allowed) if isinstance(allowed, (range, FloatRange)) else list(allowed)),
-            "help": f.metadata["help"],
-            "targets": {kind: summary(f.name, kind) for kind in KINDS},
-        })
-    return rows

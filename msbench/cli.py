@@ -211,7 +211,7 @@ def list_command(args: argparse.Namespace) -> int:
         print(LIST_MARKDOWN[args.what](), end="")
         return 0
     if args.what == "knobs":
-        from hardware.capabilities import knob_table
+        from hardware.knob_table import knob_table
 
         rows = knob_table()
         if args.json:

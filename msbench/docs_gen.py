@@ -41,7 +41,7 @@ def md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def knobs_markdown() -> str:
     """`msbench list knobs --md`."""
-    from hardware.capabilities import knob_table
+    from hardware.knob_table import knob_table
 
     rows = knob_table()
     kinds = list(rows[0]["targets"])

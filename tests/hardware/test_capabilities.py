@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hardware.capabilities import (EFFECTS, FORWARD, INFERENCE_KNOBS, KINDS, MODEL_KINDS, NUMBERS, NUMERICS, REAL_KINDS,
-                                   REFUSALS, Facts, capability, graph_knobs, knobs_changing, refusal, walk_contexts,
-                                   walk_values)
+                                   REFUSALS, Facts, graph_knobs, knobs_changing, refusal)
+from hardware.knob_table import capability, walk_contexts, walk_values
 from hardware.mindspore.accuracy import NUMERICS_KNOBS, accuracy_settings
 from hardware.mindspore.backend import plan_context, unsupported_reason
 from workloads.parallel_plan import plan_parallel

@@ -11,7 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hardware.capabilities import Facts, capability, refusal
+from hardware.capabilities import Facts, refusal
+from hardware.knob_table import capability
 from hardware.mindspore.backend import plan_context
 from hardware.model import pipeline_modes as pm
 from hardware.model.pipeline_modes import HostWithModes

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.capabilities import Facts, capability, refusal
+from hardware.capabilities import Facts, refusal
+from hardware.knob_table import capability
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from msbench.matrix import check_workload_settings

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hardware.capabilities import walk_values
+from hardware.knob_table import walk_values
 from msbench.cell import Cell
 from msbench.matrix import parse_matrix
 from msbench.records import Metrics, Record, StepStats

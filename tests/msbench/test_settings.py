@@ -1,7 +1,7 @@
 import pytest
 
 from msbench.errors import ConfigError
-from hardware.capabilities import knob_table
+from hardware.knob_table import knob_table
 from msbench.settings import DEFAULTS, RULES, Settings, make_settings, parse_assignments, recorded_settings
 
 DESIGN_KNOBS = ["mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",
