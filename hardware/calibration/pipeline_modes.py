@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from hardware.calibration.host_cost import (DATA_FORMATS, PythonClock, ProbePlan, cpu_model,
-                                            load_average, timed_segments, write_file)
+from hardware.calibration.host_cost import DATA_FORMATS, cpu_model, load_average, write_file
+from hardware.calibration.host_probe import ProbePlan, PythonClock, timed_segments
 from hardware.model.pipeline_modes import CALIBRATION_FILE, SCHEMA
 from msbench.child_io import ChildError, run_child, serve
 from msbench.errors import ConfigError, UserError

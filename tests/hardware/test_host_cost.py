@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from hardware.calibration import host_cost as calibration
-from hardware.calibration.host_cost import (EntrySpec, ProbePlan, calibrate_host, default_specs, gil_replay,
-                                            held_out_points, stage_table)
+from hardware.calibration import host_probe
+from hardware.calibration.host_cost import EntrySpec, calibrate_host, default_specs, held_out_points
+from hardware.calibration.host_probe import ProbePlan, gil_replay, stage_table
 from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, PipelineStage, calibration_hash, entry_key, host_cost
 from hardware.model.host_time import data_seconds, per_sample_seconds, pipeline_bound
 from hardware.model.profile import load_profile
@@ -127,7 +128,7 @@ def test_probe_times_only_epochs_after_the_first(train_samples, batch):
     """Sources generate each sample on first read: a timed batch in the first epoch would time generation."""
     plan = ProbePlan.for_split(train_samples, batch)
     timed = plan.repeats * plan.per_segment
-    assert plan.per_segment * batch >= calibration.MIN_SAMPLES or plan.per_segment == 1
+    assert plan.per_segment * batch >= host_probe.MIN_SAMPLES or plan.per_segment == 1
     assert plan.train_samples <= train_samples
     assert (plan.epochs - 1) * plan.epoch_batches >= timed           # every timed batch after epoch one
     assert plan.train_samples >= min(train_samples, timed * batch)   # cut, but never below what is timed
@@ -216,9 +217,9 @@ def test_calibrate_measures_an_entry_the_model_then_reads(tmp_path, private_cach
     assert 0 < names["source"]["python_seconds_per_sample"] <= names["source"]["cpu_seconds_per_sample"]
     assert e["consumer_seconds_per_sample"] > 0 and 0 <= e["gil_fraction"] <= 1 and e["gil_replay"]["calls"] > 0
     for h in e["held_out"].values():
-        assert len(h["segments"]) == calibration.REPEATS and h["seconds_per_sample"] > 0
+        assert len(h["segments"]) == host_probe.REPEATS and h["seconds_per_sample"] > 0
     assert e["batch_size"] == get_workload("bert-base").preset("tiny").batch_size
-    assert e["samples_timed_per_worker_count"] >= calibration.MIN_SAMPLES
+    assert e["samples_timed_per_worker_count"] >= host_probe.MIN_SAMPLES
     assert len(e["host"]["load_average_before"]) == 3
     cost = host_cost("bert-base", "tiny", {}, "generator", path=path)
     assert cost.stages[0].cpu_s == e["stages"][0]["cpu_seconds_per_sample"]
