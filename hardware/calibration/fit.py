@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from hardware.calibration.cpu_runs import measured_cpus, measured_records, split_of
 from hardware.model.host_time import HostCostLike
 from hardware.model.inputs import plan_graph, plan_host
 from hardware.model.memory import estimate_memory
@@ -33,7 +34,6 @@ from hardware.model.opgraph import OpGraph
 from hardware.model.plan import resolve
 from hardware.model.predict import predict
 from hardware.model.profile import EfficiencyTable, HardwareProfile, load_profile
-from hardware.validation.cpu import measured_cpus, measured_records, split_of
 from msbench.conditions import mixed, not_quiet, of_record
 from msbench.settings import Settings
 

@@ -4,7 +4,8 @@ msbench/commands/validate.py).
 
 Predicts every measured cell with the profile, and reports per-cell relative error, median |error| and
 Spearman rank correlation of step time and peak memory, separately for the `fit` cells (the ones the cpu
-profile was fitted to, hardware/calibration/fit.py) and the disjoint `validate` cells (the honest figures).
+profile was fitted to, hardware/calibration/fit.py; the split is hardware/calibration/cpu_runs.py) and the
+disjoint `validate` cells (the honest figures).
 """
 
 from __future__ import annotations
@@ -14,22 +15,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from hardware.calibration.cpu_runs import measured_cpus, split_of
 from hardware.model.outcome import predict_cell
 from hardware.model.profile import load_profile, profile_names
-from msbench.cell import Cell
 from msbench.records import Record
 from msbench.resources import suite_path
-from msbench.store import RunStore
 
 VALIDATION_MATRIX = suite_path("matrices/validation.toml")
 REAL_TARGET = "mindspore:cpu"
 RUN_ID = "validation-mindspore-cpu"
 GOALS = {"step_median_abs_error": 0.15, "step_spearman": 0.90, "memory_median_abs_error": 0.25}   # issue 11's
-
-
-def split_of(cell: Cell) -> str:
-    """`fit` for a tiny preset as shipped, `validate` for any resized one (see the matrix's header)."""
-    return "fit" if not cell.overrides else "validate"
 
 
 @dataclass(frozen=True)
@@ -94,15 +89,6 @@ def goals_met(summary: dict[str, Any]) -> dict[str, bool]:
 
     return {"step_median_abs_error": ok("step_median_abs_error", "low"), "step_spearman": ok("step_spearman", "high"),
             "memory_median_abs_error": ok("memory_median_abs_error", "low")}
-
-
-def measured_records(run_path: Path) -> list[Record]:
-    return [r for r in RunStore(run_path).load() if r.status == "ok" and r.metrics.step_time_s]
-
-
-def measured_cpus(records: Sequence[Record]) -> list[str]:
-    """The CPU models (provenance.cpu.model) the records were measured on."""
-    return sorted({str((r.provenance.get("cpu") or {}).get("model", "")) for r in records})
 
 
 def cpu_profiles() -> list[str]:

@@ -15,8 +15,8 @@ from typing import Any
 
 from hardware.model.profile import load_profile
 from hardware.validation.cases import load_catalogue
-from hardware.validation.cpu import (REAL_TARGET, RUN_ID, VALIDATION_MATRIX, compare, cpu_profiles, cpu_warning,
-                                     measured_records, report)
+from hardware.calibration.cpu_runs import measured_records
+from hardware.validation.cpu import REAL_TARGET, RUN_ID, VALIDATION_MATRIX, compare, cpu_profiles, cpu_warning, report
 from hardware.validation.report import evaluate, render
 from msbench.cli import print_table
 from msbench.errors import ConfigError

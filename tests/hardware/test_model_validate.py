@@ -12,8 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hardware.calibration.fit import FitCase, fit_memory, fit_time, time_residuals, with_values  # noqa: E402
 from hardware.model.profile import load_profile  # noqa: E402
+from hardware.calibration.cpu_runs import split_of  # noqa: E402
 from hardware.validation.cpu import (VALIDATION_MATRIX, Comparison, cpu_identity, cpu_warning, goals_met,  # noqa: E402
-                                     split_of, summarize)
+                                     summarize)
 from model_graphs import FakeHost, mlp_step, many_small  # noqa: E402
 from msbench.matrix import load_matrix  # noqa: E402
 from msbench.settings import Settings  # noqa: E402
