@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from hardware.calibration.derive import monotone, sig, step_table
+from hardware.calibration.kernel_fit import monotone, sig, step_table
 from hardware.model.compute import flops_work, matrix_tflops
 from hardware.model.llm.flash import forward_flops
 from hardware.model.profile import EfficiencyTable, HardwareProfile, KernelClasses

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.calibration import derive, table
+from hardware.calibration import derive, kernel_fit, table
 from hardware.model.opclass import op_class
 from hardware.model.profile import PROFILE_DIR, load_profile
 
@@ -116,9 +116,9 @@ def test_held_out_vit_gemms_past_the_fitted_size_are_predicted(rows):
     sum to within 25% of the profiled time on the derived tables."""
     a = load_profile("ascend910a")
     sel = [r for r in rows if (r.network, r.batch) == ("vit-b32", 256) and r.kernel_class == "matmul"]
-    assert max(derive.work(r, a) for r in sel) > 2e5
+    assert max(kernel_fit.work(r, a) for r in sel) > 2e5
     measured = sum(r.count * r.duration_us for r in sel) * 1e-6
-    assert sum(r.count * derive.predicted_seconds(r, a) for r in sel) == pytest.approx(measured, rel=0.25)
+    assert sum(r.count * kernel_fit.predicted_seconds(r, a) for r in sel) == pytest.approx(measured, rel=0.25)
 
 
 def test_unaligned_kernels_get_the_measured_slowdown(rows):
@@ -132,12 +132,12 @@ def test_unaligned_kernels_get_the_measured_slowdown(rows):
     fitted = [r for r in rows if (r.network, r.batch) in derive.FIT and r.gemm is None and not r.aligned
               and r.kernel_class == "data_movement"]
     measured = sum(r.count * r.duration_us for r in fitted) * 1e-6
-    assert sum(r.count * derive.predicted_seconds(r, a) for r in fitted) == pytest.approx(measured, rel=0.35)
+    assert sum(r.count * kernel_fit.predicted_seconds(r, a) for r in fitted) == pytest.approx(measured, rel=0.35)
 
 
 def test_monotone_pools_violators():
-    assert derive.monotone([0.1, 0.3, 0.2, 0.4], [1, 1, 1, 1]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
-    assert derive.monotone([0.5, 0.1], [1, 3]) == pytest.approx([0.2, 0.2])
+    assert kernel_fit.monotone([0.1, 0.3, 0.2, 0.4], [1, 1, 1, 1]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
+    assert kernel_fit.monotone([0.5, 0.1], [1, 3]) == pytest.approx([0.2, 0.2])
 
 
 def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
@@ -151,7 +151,7 @@ def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
     n, median, time_weighted = derive.errors(held_out, a)
     assert n > 500 and median < 0.35 and time_weighted < 0.5
     # and costing uses the model's own functions: the derive prediction is the Kernel time of compute.py
-    assert all(math.isfinite(derive.predicted_seconds(r, a)) for r in held_out)
+    assert all(math.isfinite(kernel_fit.predicted_seconds(r, a)) for r in held_out)
 
 
 def test_other_chips_are_the_910a_tables_scaled_by_datasheet_ratios():
@@ -176,11 +176,11 @@ def test_910b_matmul_is_fitted_on_its_public_gemm_timings():
     big = [r for r in rows if r.gemm == (1, 4096, 4096, 4096)]
     assert len(big) == 2
     for r in big:
-        assert derive.predicted_seconds(r, b) == pytest.approx(r.duration_us * 1e-6, rel=0.10)
-        work = derive.work(r, b)
+        assert kernel_fit.predicted_seconds(r, b) == pytest.approx(r.duration_us * 1e-6, rel=0.10)
+        work = kernel_fit.work(r, b)
         feed = min(1.0, derive.bytes_per_core_cycle(b) / derive.bytes_per_core_cycle(a))
         assert b.kernel_classes.matmul.at(work) > 2 * a.kernel_classes.matmul.at(work) * feed
-    smallest = min(derive.work(r, b) for r in rows)
+    smallest = min(kernel_fit.work(r, b) for r in rows)
     assert b.kernel_classes.matmul.at(smallest / 8) <= a.kernel_classes.matmul.at(smallest / 8)
     assert any(e.key == "kernel_classes.matmul" and "torch.mm" in e.reason for e in b.estimates)
 

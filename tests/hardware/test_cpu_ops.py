@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from hardware.calibration import cpu_ops, derive, table
+from hardware.calibration import cpu_ops, derive, kernel_fit, table
 from hardware.calibration.cpu_ops import Instance
 from hardware.model.compute import gemm_shape, make_kernel
 from hardware.calibration.fit import SCALARS, parameter_paths
@@ -106,15 +106,15 @@ def test_an_op_line_is_fitted_from_its_shapes_and_costs_the_same_op_in_the_model
     profile = load_profile("cpu-icelake")
     ops = [conv_op(b, c) for b, c in ((2, 8), (4, 16), (8, 16), (8, 32), (16, 32))]
     true = OpCost(op_type="Conv2D", dtype="fp32", fixed_us=20.0, us_per_mb=50.0, us_per_gflop=9000.0, rows=5)
-    rows = [dataclasses.replace(r, duration_us=derive.line_seconds(true, r) * 1e6)
+    rows = [dataclasses.replace(r, duration_us=kernel_fit.line_seconds(true, r) * 1e6)
             for r in rows_for([(o, 1.0) for o in ops], tmp_path)]
-    (line,) = derive.fit_op_costs(rows, profile)
+    (line,) = kernel_fit.fit_op_costs(rows, profile)
     assert (line.fixed_us, line.us_per_mb, line.us_per_gflop, line.rows) == pytest.approx((20.0, 50.0, 9000.0, 5), rel=1e-2)
     classes = dataclasses.replace(profile.kernel_classes, op_costs=(true,))
     model = dataclasses.replace(profile, kernel_classes=classes)
     for o, r in zip(ops, sorted(rows, key=lambda r: r.nbytes)):      # the model reads the op as the fit read its row
         kernel = make_kernel([o], model)
-        assert not kernel.overlapped and kernel.time_s == pytest.approx(derive.line_seconds(true, r), rel=1e-9)
+        assert not kernel.overlapped and kernel.time_s == pytest.approx(kernel_fit.line_seconds(true, r), rel=1e-9)
     fp16 = dataclasses.replace(ops[0], inputs=tuple(dataclasses.replace(t, dtype="Float16") for t in ops[0].inputs))
     assert make_kernel([fp16], model).overlapped                        # no fp16 line: the class tables cost it
 
@@ -122,10 +122,10 @@ def test_an_op_line_is_fitted_from_its_shapes_and_costs_the_same_op_in_the_model
 def test_op_lines_need_three_shapes_and_never_move_bytes_faster_than_the_cache(tmp_path):
     profile = load_profile("cpu-icelake")
     few = rows_for([(conv_op(2, 8), 30.0), (conv_op(4, 16), 60.0)], tmp_path)
-    assert derive.fit_op_costs(few, profile) == ()
+    assert kernel_fit.fit_op_costs(few, profile) == ()
     flat = rows_for([(conv_op(b, 8), 10.0) for b in (1, 2, 4, 8)], tmp_path)     # time independent of size
-    (line,) = derive.fit_op_costs(flat, profile)
-    assert line.us_per_mb >= derive.sig(derive.min_us_per_mb(profile)) > 0
+    (line,) = kernel_fit.fit_op_costs(flat, profile)
+    assert line.us_per_mb >= kernel_fit.sig(kernel_fit.min_us_per_mb(profile)) > 0
 
 
 @pytest.mark.parametrize("name", derive.CPU_PROFILES)
@@ -135,7 +135,7 @@ def test_the_committed_cpu_lines_are_physical(name):
     assert lines and {"Conv2D", "MatMul", "ReLU", "BatchNorm"} <= {c.op_type for c in lines}
     peak_us_per_gflop = 1e6 / (profile.cube.tflops_fp32 * 1e3)
     for c in lines:
-        assert c.rows >= derive.MIN_LINE_SHAPES and c.us_per_mb >= derive.sig(derive.min_us_per_mb(profile))
+        assert c.rows >= kernel_fit.MIN_LINE_SHAPES and c.us_per_mb >= kernel_fit.sig(kernel_fit.min_us_per_mb(profile))
         if c.op_type in ("Conv2D", "Conv2DBackpropFilter", "MatMul"):   # no GEMM beats the Cube peak
             assert c.us_per_gflop >= peak_us_per_gflop, c
 
@@ -144,8 +144,8 @@ def test_a_unary_ops_proportional_bytes_and_flops_get_one_slope_not_an_arbitrary
     profile = load_profile("cpu-icelake")
     relus = [op("ReLU", "s/conv", (n, 64)) for n in (8, 64, 512, 4096)]
     rows = rows_for([(o, 3.0 + 1e-3 * n) for o, n in zip(relus, (8, 64, 512, 4096))], tmp_path)
-    assert derive.line_terms(sorted({(r.nbytes, r.flops) for r in rows})) == [0, 1]
-    (line,) = derive.fit_op_costs(rows, profile)
+    assert kernel_fit.line_terms(sorted({(r.nbytes, r.flops) for r in rows})) == [0, 1]
+    (line,) = kernel_fit.fit_op_costs(rows, profile)
     assert line.us_per_gflop == 0 and line.us_per_mb > 0
-    assert derive.line_terms([(10, 1), (20, 5), (30, 2)]) == [0, 1, 2]
-    assert derive.line_terms([(10, 1), (10, 5), (10, 9)]) == [0, 2]
+    assert kernel_fit.line_terms([(10, 1), (20, 5), (30, 2)]) == [0, 1, 2]
+    assert kernel_fit.line_terms([(10, 1), (10, 5), (10, 9)]) == [0, 2]
