@@ -39,7 +39,7 @@ def plugins() -> tuple[str, ...]:
 
 def matrix_params() -> list[list[str]]:
     """asv params [workloads, variants, targets] in matrix order; combinations that are not cells are skipped."""
-    from msbench.matrix import load_matrix
+    from msbench.matrix_file import load_matrix
     from msbench.tracked import cell_key
 
     keys = [cell_key(e.cell) for e in load_matrix(matrix_path(), target=target(), plugins=plugins()).expand().entries

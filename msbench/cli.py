@@ -233,7 +233,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def matrix_command(args: argparse.Namespace) -> int:
-    from msbench.matrix import load_matrix
+    from msbench.matrix_file import load_matrix
     from msbench.plugins import check_spec
     from msbench.settings import parse_assignments
 

@@ -24,7 +24,8 @@ from msbench.outputs import check_dir
 from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
 from msbench.executors import CellJob, check_executor, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
-from msbench.matrix import MAX_CELLS, Entry, Expansion, load_matrix
+from msbench.matrix import MAX_CELLS, Entry, Expansion
+from msbench.matrix_file import load_matrix
 from msbench.names import check_name
 from msbench.plugins import check_spec
 from msbench.provenance import capture_provenance

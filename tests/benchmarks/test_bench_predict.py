@@ -24,7 +24,7 @@ from hardware.model.graph import graph_key
 from hardware.model.outcome import predict_cell
 from hardware.model.target import ModelTarget
 from msbench.cell import Cell
-from msbench.matrix import load_matrix
+from msbench.matrix_file import load_matrix
 from msbench.settings import Settings
 
 NIGHTLY = Path(__file__).resolve().parents[2] / "matrices" / "nightly.toml"

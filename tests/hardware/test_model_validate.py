@@ -16,7 +16,7 @@ from hardware.calibration.cpu_runs import split_of  # noqa: E402
 from hardware.validation.cpu import (VALIDATION_MATRIX, Comparison, cpu_identity, cpu_warning, goals_met,  # noqa: E402
                                      summarize)
 from model_graphs import FakeHost, mlp_step, many_small  # noqa: E402
-from msbench.matrix import load_matrix  # noqa: E402
+from msbench.matrix_file import load_matrix  # noqa: E402
 from msbench.settings import Settings  # noqa: E402
 
 

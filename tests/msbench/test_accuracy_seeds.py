@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_fixtures import record  # noqa: E402
 
 from msbench.errors import ConfigError  # noqa: E402
-from msbench.matrix import load_matrix  # noqa: E402
+from msbench.matrix_file import load_matrix  # noqa: E402
 from msbench.report.claims import amp_measure  # noqa: E402
 from msbench.report.effects import knob_effects  # noqa: E402
 from msbench.report.load import RecordSet  # noqa: E402

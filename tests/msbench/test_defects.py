@@ -13,7 +13,7 @@ import pytest
 
 from msbench.cli import main
 from msbench.errors import ConfigError
-from msbench.matrix import load_matrix
+from msbench.matrix_file import load_matrix
 
 BASE = """
     name = "t"

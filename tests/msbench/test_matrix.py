@@ -8,7 +8,8 @@ import pytest
 
 from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
-from msbench.matrix import load_matrix, pairwise_points
+from msbench.matrix import pairwise_points
+from msbench.matrix_file import load_matrix
 from msbench.settings import make_settings
 
 

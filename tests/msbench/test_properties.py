@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hardware.knob_table import walk_values
 from msbench.cell import Cell
-from msbench.matrix import parse_matrix
+from msbench.matrix_file import parse_matrix
 from msbench.records import Metrics, Record, StepStats
 
 AXIS_KNOBS = ("mode", "jit_level", "graph_kernel", "amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size",

@@ -9,7 +9,7 @@ import pytest
 
 from msbench.cell import Cell
 from msbench.errors import ConfigError
-from msbench.matrix import load_matrix
+from msbench.matrix_file import load_matrix
 from hardware.capabilities import INFERENCE_KNOBS
 from hardware.scenarios import scenario_refusal
 from msbench.settings import make_settings

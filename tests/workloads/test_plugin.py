@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from msbench.errors import ConfigError
-from msbench.matrix import parse_matrix
+from msbench.matrix_file import parse_matrix
 from workloads import registry
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 
 from msbench.cli import main
 from msbench.errors import ConfigError
-from msbench.matrix import load_matrix
+from msbench.matrix_file import load_matrix
 from msbench.settings import make_settings
 from workloads.recipes import recipe_for, recipes
 from workloads.registry import get_workload
