@@ -9,10 +9,15 @@ import sys
 import threading
 from typing import Callable, Sequence
 
+from msbench.cell import Cell, parse_overrides
 from msbench.child import Terminated, raise_on_sigterm
 from msbench.errors import UserError
-from msbench.plugins import import_object
+from msbench.matrix import MAX_CELLS, check_workload_settings
+from msbench.matrix_file import load_matrix
+from msbench.plugins import check_spec, import_object
+from msbench.settings import make_settings, parse_assignments
 from msbench.tracked import ACCURACY_TOLERANCE_PP
+from workloads.registry import check_workload
 
 # verb -> "module:function(args) -> exit code"; lazy so `msbench list knobs` never imports MindSpore.
 HANDLERS: dict[str, str] = {
@@ -44,8 +49,6 @@ def add_cell_options(p: argparse.ArgumentParser, preset_help: str = "preset name
 
 def add_matrix_guards(p: argparse.ArgumentParser) -> None:
     """What a matrix file cannot decide for itself: which plugin code may run, and how many cells are sane."""
-    from msbench.matrix import MAX_CELLS
-
     p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
                    help="trust this target or workload class; a matrix may then name it (repeatable)")
     p.add_argument("--max-cells", type=int, default=MAX_CELLS,
@@ -61,11 +64,6 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
 
 def cell_from_args(args: argparse.Namespace, target: str):
     """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
-    from msbench.cell import Cell, parse_overrides
-    from msbench.settings import make_settings, parse_assignments
-    from msbench.plugins import check_spec
-    from workloads.registry import check_workload
-
     check_workload(args.workload, tuple(check_spec(p) for p in args.allow_plugin), "the command line")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
@@ -83,7 +81,6 @@ def cell_from_args(args: argparse.Namespace, target: str):
                              if start else "--set")
     cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
                 settings=settings, target=target, scenario=getattr(args, "scenario", "train"))
-    from msbench.matrix import check_workload_settings
 
     check_workload_settings(cell)   # refuse a bad preset, field or workload-dependent knob value now
     return cell
@@ -233,10 +230,6 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def matrix_command(args: argparse.Namespace) -> int:
-    from msbench.matrix_file import load_matrix
-    from msbench.plugins import check_spec
-    from msbench.settings import parse_assignments
-
     if args.max_cells < 1:
         raise UserError(f"--max-cells={args.max_cells} is not allowed; allowed: an integer >= 1")
     plugins = tuple(check_spec(p) for p in args.allow_plugin)

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from msbench.asv_results import is_results_dir, load_results
+from msbench.conditions import mismatch, of_record
 from msbench.errors import UserError
 from msbench.gitrepo import rev_parse
+from msbench.store import load_records
 from msbench.tracked import ACCURACY_TOLERANCE_PP, TRACKED, TrackedMetric, cell_key, tracked_values
 
 CellKey = tuple[str, str, str]          # (workload, variant, target)
@@ -95,9 +97,6 @@ def asv_observations(results_dir: Path) -> Iterable[Observation]:
 
 
 def run_observations(files: list[Path]) -> Iterable[Observation]:
-    from msbench.conditions import of_record
-    from msbench.store import load_records
-
     records = sorted(load_records(files), key=lambda r: r.started_at)   # later runs of a cell win
     for rec in records:
         commit = rec.provenance.get("commit")
@@ -182,8 +181,6 @@ def compare_pair(source: str, cell: CellKey, metric: TrackedMetric, b: Observati
     """A timing change between measurements made under very different machine conditions is flagged
     "conditions differ" (with the reason), never called a regression or an improvement: on this host a
     loaded machine alone makes steps ~2x slower. Accuracy is deterministic numerics, so it keeps its flag."""
-    from msbench.conditions import mismatch
-
     bv, av = (b.value if b else None), (a.value if a else None)
     change, direction, flag, note = None, "", "", ""
     if bv is not None and av is not None:

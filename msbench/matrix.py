@@ -18,6 +18,7 @@ from msbench.cell import Cell
 from msbench.errors import ConfigError, UserError
 from msbench.scenario import DEFAULT_SCENARIO
 from msbench.settings import DEFAULTS, make_settings, recorded_settings
+from workloads.registry import get_workload
 
 CELL_KEYS = {"workload", "preset", "target"}
 # A guard against a typo that multiplies a grid (59,049 cells from ten 3-valued axes): `--max-cells` raises it.
@@ -175,8 +176,6 @@ class Matrix:
 def check_workload_settings(cell: Cell) -> None:
     """The rules that need the workload (heads divisible by tensor_parallel, a layer per pipeline stage,
     no parallel plan outside the LLM stack): a ConfigError, as for the settings' own rules."""
-    from workloads.registry import get_workload
-
     workload = get_workload(cell.workload)
     workload.check_settings(workload.preset(cell.preset, cell.overrides), cell.settings)
 

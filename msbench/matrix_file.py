@@ -17,6 +17,7 @@ from msbench.resources import suite_path
 from msbench.scenario import DEFAULT_SCENARIO, check_scenario
 from msbench.settings import DEFAULTS, check_value
 from msbench.targets import check_target_name
+from workloads.registry import WORKLOADS, check_workload, get_workload
 
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "accuracy_knobs", "workloads",
@@ -152,8 +153,6 @@ def _knob_table(table: Any, where: str, key: str = "knobs") -> dict[str, Any]:
 
 
 def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ...] = ()) -> WorkloadEntry:
-    from workloads.registry import check_workload, get_workload
-
     _check_keys(table, WORKLOAD_KEYS, where, "workload key")
     name = check_workload(table.get("name"), plugins, where)    # an untrusted module:Class is refused unimported
     preset = _typed(table, "preset", str, "tiny", where, "a preset name (a string)")
@@ -176,8 +175,6 @@ def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ..
 def _preset_names(workload: str) -> list[str]:
     """Preset names from the family's presets.toml, read as data (no import of the workload module); a
     zoo adapter's or plugin's from the workload itself (its class is trusted by now)."""
-    from workloads.registry import WORKLOADS, get_workload
-
     if workload not in WORKLOADS:
         return list(get_workload(workload).presets())
     package = WORKLOADS[workload].split(":")[0].split(".")[1]

@@ -27,9 +27,12 @@ from pathlib import Path
 
 from msbench.asv_results import result_commits
 from msbench.child import ChildScope
+from msbench.cli import HANDLERS, build_parser
 from msbench.errors import UserError
 from msbench.executors import executor_env
 from msbench.gitrepo import first_parent_history, git, is_shallow, repo_root, rev_parse
+from msbench.plugins import import_object
+from msbench.targets import TARGET_KINDS, check_target_name, resolve_target
 
 BRANCH = "main"
 DEFAULT_TARGET = "model:ascend910b"             # benchmarks/__init__.py's
@@ -116,9 +119,6 @@ def exclusive(repo: Path):
 
 def write_report(repo: Path, runs: Path) -> int:
     """The pandas report (msbench report) of the records the asv suite kept and of asv's results."""
-    from msbench.cli import HANDLERS, build_parser
-    from msbench.plugins import import_object
-
     if not runs.is_dir():
         print(f"no records in {runs}: report skipped")
         return 0
@@ -150,8 +150,6 @@ def check_python(python: str | None, where: str) -> None:
 
 def check_target(name: str) -> None:
     """$MSBENCH_TARGET as benchmarks/__init__.py will resolve it (with $MSBENCH_ALLOW_PLUGINS), before asv runs."""
-    from msbench.targets import TARGET_KINDS, check_target_name, resolve_target
-
     plugins = tuple(p.strip() for p in os.environ.get("MSBENCH_ALLOW_PLUGINS", "").split(",") if p.strip())
     check_target_name(name, "$MSBENCH_TARGET", plugins)
     if name.partition(":")[0] not in TARGET_KINDS:

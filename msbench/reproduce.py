@@ -18,7 +18,9 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
+from msbench.errors import UserError
 from msbench.records import Record
+from msbench.runner import run_matrix
 from msbench.settings import parse_assignments
 
 GOAL = 0.03
@@ -70,9 +72,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from msbench.errors import UserError
-    from msbench.runner import run_matrix
-
     args = parse_args(argv)
     if not 0 < args.goal < 1:
         print(f"msbench reproduce: --goal={args.goal!r} is not allowed; allowed: a fraction in (0, 1)", file=sys.stderr)

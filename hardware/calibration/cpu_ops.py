@@ -32,8 +32,13 @@ from typing import Iterable, Sequence
 from hardware.calibration.derive import datasheet
 from hardware.calibration.table import CPU_TABLES, ops_table
 from hardware.model.compute import gemm_shape
+from hardware.model.inputs import plan_graph
+from hardware.model.lowering import lower
 from hardware.model.opgraph import Op, TensorSpec
+from hardware.model.plan import resolve
+from hardware.model.profile import PROFILE_DIR
 from msbench.records import Record
+from msbench.store import RunStore
 
 FIELDS = ("network", "batch", "op_type", "count", "duration_us", "inputs", "outputs", "gemm")
 DTYPES = {"Float32": "fp32", "Float16": "fp16", "BFloat16": "bf16", "Float64": "fp64", "Int8": "int8",
@@ -133,12 +138,6 @@ def cell_name(record: Record) -> str:
 
 def convert(run: Path, profile_name: str, folders: Path) -> tuple[list[dict[str, str]], list[str]]:
     """The rows of every readable cell of `run` whose Profiler folders are under `folders`."""
-    from hardware.model.lowering import lower
-    from hardware.model.profile import PROFILE_DIR
-    from hardware.model.inputs import plan_graph
-    from hardware.model.plan import resolve
-    from msbench.store import RunStore
-
     profile = datasheet(PROFILE_DIR / f"{profile_name}.toml")   # its [kernel_classes] are derived from this table
     rows: list[dict[str, str]] = []
     lines = []

@@ -17,6 +17,8 @@ import argparse
 import time
 from dataclasses import dataclass
 
+from hardware.model.profile import load_profile
+
 REPEATS = 16
 
 
@@ -87,8 +89,6 @@ def seconds_per_call(case: Case, rounds: int = 9) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hardware.model.profile import load_profile
-
     parser = argparse.ArgumentParser(description="wall-clock CPU GEMM rates against a cpu profile's Cube peak")
     parser.add_argument("--profile", default="cpu-icelake")
     args = parser.parse_args(argv)

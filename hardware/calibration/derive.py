@@ -62,6 +62,7 @@ import tomllib
 from pathlib import Path
 from typing import Callable, Sequence
 
+from hardware.calibration import flash_bench
 from hardware.calibration.gemm_bench import GEMM_DATA, measured_rows
 from hardware.calibration.kernel_fit import (TILE_GRID, fit_classes, fit_op_costs, fit_table, ideal_seconds,
                                              op_costs_text, predicted_seconds, sig, step_table, weighted_median,
@@ -239,7 +240,6 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     fitted = dataclasses.replace(base, kernel_classes=classes)
     texts = {base_path: with_block(base_path.read_text(), block_text(
         classes, "fitted on An et al. per-op times of " + ", ".join(f"{n} bs{b}" for n, b in sorted(FIT)) + " (hardware/calibration/data)", []))}
-    from hardware.calibration import flash_bench      # it builds on this module's table fitting
 
     gemm_lines: list[str] = []
     flash_lines: list[str] = []

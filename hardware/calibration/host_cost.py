@@ -40,9 +40,11 @@ from typing import Any, Callable, Mapping, Sequence
 from hardware.model.graph import check_preset
 from hardware.model.host_cost import CALIBRATION_FILE, SCHEMA, entry_key, host_cost, read_calibration
 from hardware.model.host_time import per_sample_seconds
+from msbench.cell import parse_overrides
 from msbench.child_io import ChildError, run_child
 from msbench.errors import ConfigError, UserError
 from msbench.host_share import exclusive_host, shared_host
+from workloads.registry import WORKLOADS, calibration_entry
 
 TIMEOUT_S = 900.0
 DATA_FORMATS = ("generator", "mindrecord")
@@ -68,8 +70,6 @@ class EntrySpec:
     def read_by(cls, workload: str, preset: str, overrides: Mapping[str, Any], data_format: str) -> "EntrySpec":
         """The entry the model reads for this cell's pipeline (a workload feeding another's pipeline reads
         that one's), so naming yolov8s measures the one YOLO pipeline's entry."""
-        from workloads.registry import calibration_entry
-
         source, source_preset, source_overrides = calibration_entry(workload, preset, overrides)
         return cls(source, source_preset, tuple(sorted(source_overrides.items())), data_format)
 
@@ -175,8 +175,6 @@ def default_specs(workloads: Sequence[str], presets: Sequence[str], formats: Seq
                   overrides: Mapping[str, Any], existing: Mapping[str, Any]) -> list[EntrySpec]:
     """Named workloads x presets x formats; with no workload named (`--all`), every entry already in the
     file (or, for an empty file, every workload x tiny/full x both formats)."""
-    from workloads.registry import WORKLOADS
-
     if not workloads and existing and not overrides:
         return [EntrySpec(e["workload"], e["preset"], tuple(sorted(e["overrides"].items())), e["data_format"])
                 for e in existing.values()
@@ -267,8 +265,6 @@ def calibrate_host(specs: Sequence[EntrySpec], path: Path = CALIBRATION_FILE, no
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from msbench.cell import parse_overrides
-
     path = Path(args.file) if args.file else CALIBRATION_FILE
     if args.what != "host":                                    # argparse restricts it; kept for clarity
         raise UserError(f"what={args.what!r} is not allowed; allowed: host")

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from msbench.child_io import serve
+from msbench.settings import make_settings
+from workloads.registry import get_workload
 
 REPEATS = 5                 # timed segments per worker count; the median is reported
 MIN_SAMPLES = 64            # samples per timed segment (whole batches: one ResNet-50 batch of 256)
@@ -236,8 +238,6 @@ def gil_replay(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> d
 
 def run_pipeline(wl: Any, preset: Any, request: Mapping[str, Any], workers: int, plan: ProbePlan,
                  clock: PythonClock, cpus: set[int]) -> tuple[dict[str, Any], int]:
-    from msbench.settings import make_settings
-
     settings = make_settings({"data_format": request["data_format"], "workers": workers, "prefetch": 1, "seed": 1})
     pin_threads(cpus)
     dataset = wl.make_dataset(preset, "train", settings, plan.batch, workdir=Path(request["dump_dir"]))
@@ -251,8 +251,6 @@ def run_pipeline(wl: Any, preset: Any, request: Mapping[str, Any], workers: int,
 
 def measure(request: Mapping[str, Any]) -> dict[str, Any]:
     """The stage profile at 1 worker on 1 core, the GIL replay, the held-out point at 2 workers (child side)."""
-    from workloads.registry import get_workload
-
     clock = PythonClock()
     instrument_python_stages(clock)
     wl = get_workload(request["workload"])

@@ -29,10 +29,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hardware.calibration.host_cost import DATA_FORMATS, cpu_model, load_average, write_file
 from hardware.calibration.host_probe import ProbePlan, PythonClock, timed_segments
+from hardware.model.graph import extract_graph
 from hardware.model.pipeline_modes import CALIBRATION_FILE, SCHEMA
 from msbench.child_io import ChildError, run_child, serve
 from msbench.errors import ConfigError, UserError
 from msbench.host_share import exclusive_host
+from msbench.settings import make_settings
+from workloads.registry import WORKLOADS, calibration_entry, get_workload
+from workloads.train_step import build_train_step
 
 REPEATS = 3                 # timed segments per mode and worker count (median); 18 segments a pipeline
 WORKER_COUNTS = (1, 2)
@@ -51,8 +55,6 @@ NOTE = ("Measured by `msbench calibrate pipeline-modes`: per pipeline, seconds p
 def time_modes(wl: Any, preset_name: str, data_format: str, workdir: Path) -> dict[str, dict[str, list[float]]]:
     """Wall seconds per sample of each timed segment, per mode and worker count (the split cut to the
     timed samples, as `calibrate host` does)."""
-    from msbench.settings import make_settings
-
     preset = wl.preset(preset_name, {})
     batch = preset.batch_size
     probe = ProbePlan.for_split(preset.train_samples, batch)
@@ -123,8 +125,6 @@ def compile_per_shape(wl: Any, preset: Any) -> dict[str, float]:
     """Graph-mode CPU seconds to compile the tiny step for a new (ragged) batch size."""
     import mindspore as ms
 
-    from msbench.settings import make_settings
-    from workloads.train_step import build_train_step
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -141,8 +141,6 @@ def compile_per_shape(wl: Any, preset: Any) -> dict[str, float]:
 
 
 def measure(request: Mapping[str, Any]) -> dict[str, Any]:
-    from workloads.registry import get_workload
-
     wl = get_workload(request["workload"])
     preset = wl.preset(request["preset"], {})
     if request["kind"] == "compile":
@@ -185,9 +183,6 @@ def pipeline_entry(workload: str, preset: str, data_format: str) -> dict[str, An
 
 
 def compile_entry(workload: str) -> dict[str, Any]:
-    from hardware.model.graph import extract_graph
-    from msbench.settings import make_settings
-
     raw = measured({"kind": "compile", "workload": workload, "preset": "tiny"}, f"{workload} compile")
     ops = len(extract_graph(workload, "tiny", {}, make_settings({"mode": "graph"})).ops)
     return {**raw, "graph_ops": ops, "compile_s_per_op": raw["compile_s"] / ops,
@@ -210,8 +205,6 @@ def calibrate_pipeline_modes(pipelines: Sequence[tuple[str, str]], formats: Sequ
                              path: Path = CALIBRATION_FILE, note: str = "",
                              progress: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
     """Measure the (workload, preset) pipelines and each workload's compile rate; rewrite `path` after each."""
-    from workloads.registry import WORKLOADS, calibration_entry
-
     for name, _preset in pipelines:
         if name not in WORKLOADS:
             raise ConfigError("workload", name, ", ".join(WORKLOADS))

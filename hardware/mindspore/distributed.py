@@ -17,8 +17,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hardware.mindspore.backend import apply_context, plan_context
 from hardware.mindspore.config import MeasureConfig
 from hardware.mindspore.dataset_cache import free_port
+from hardware.mindspore.memory import MemoryReport
 from msbench.cell import Cell
 from msbench.child import ChildScope
 from msbench.child_io import ANSWER, child_env, read_message, write_message
@@ -62,7 +64,6 @@ def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
     unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
     if unsupported:
         return Record(cell=cell, status="unsupported", reason=unsupported[0])
-    from hardware.mindspore.memory import MemoryReport
     from hardware.mindspore.target import make_metrics, per_step
 
     def step_median(rank: dict[str, Any]) -> float:
@@ -88,7 +89,6 @@ def rank_main(request_path: str) -> int:
     import mindspore as ms
     from mindspore.communication import get_group_size, get_rank, init
 
-    from hardware.mindspore.backend import apply_context, plan_context
     from hardware.mindspore.measure import stop_reason
     from workloads.parallel_plan import apply_context as apply_parallel_context, plan_parallel
     from hardware.mindspore.session import run_session

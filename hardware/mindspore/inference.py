@@ -19,9 +19,12 @@ from typing import Any
 import numpy as np
 
 from hardware.mindspore import memory
+from hardware.mindspore.backend import apply_context, apply_jit, plan_context
 from hardware.mindspore.config import MeasureConfig
+from hardware.mindspore.resolve import load_workload
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
+from workloads.train_step import apply_amp, micro_batch_size
 
 PERCENTILES = (50, 90, 99)
 RUNTIME = "mindspore.load + nn.GraphCell (MindIR)"
@@ -58,8 +61,6 @@ def export_forward(cell: Cell, workdir: Path) -> tuple[Any, list[Any], dict[str,
     load it back: (GraphCell, input tensors, facts about the export)."""
     import mindspore as ms
 
-    from hardware.mindspore.resolve import load_workload
-    from workloads.train_step import apply_amp, micro_batch_size
 
     workload = load_workload(cell.workload)
     preset = workload.preset(cell.preset, cell.overrides)
@@ -82,7 +83,6 @@ def export_forward(cell: Cell, workdir: Path) -> tuple[Any, list[Any], dict[str,
 
 def run_inference(cell: Cell, device: str, config: MeasureConfig, profile_dir: Path | None) -> Record:
     """Measure one inference cell in this process (the target's isolated child)."""
-    from hardware.mindspore.backend import apply_context, apply_jit, plan_context
     from hardware.mindspore.measure import measure_steps
     from hardware.mindspore.session import pin_threads
 

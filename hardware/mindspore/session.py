@@ -21,6 +21,8 @@ from hardware.mindspore.measure import Measurement, measure_steps, stop_reason
 from hardware.mindspore.resolve import load_workload
 from msbench.cache import cache_dir
 from msbench.cell import Cell
+from workloads.parallel_plan import plan_parallel
+from workloads.train_step import build_train_step
 
 MS_OOM_MARKERS = ("Memory not enough", "Memory isn't enough", "alloc failed", "Allocate memory failed")
 
@@ -79,9 +81,6 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     passes its agreed `stop` rule and sets the context itself (before the collective's `init()`).
     With `profile_dir`, the memory pass after the measured steps runs under MindSpore's full Profiler
     (hardware/mindspore/profiling.py), whose output stays there."""
-    from workloads.parallel_plan import plan_parallel
-    from workloads.train_step import build_train_step
-
     plan = plan_context(cell.settings, device)
     if not context_applied:
         apply_context(plan)

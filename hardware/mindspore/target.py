@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from hardware.mindspore.accuracy import ACCURACY_SEEDS
+from hardware.mindspore.accuracy import ACCURACY_SEEDS, accuracies_in_subprocess, not_run_reason, seed_cells
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
+from hardware.model.graph import mindspore_version, workload_sources
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from hardware.scenarios import scenario_refusal
+from msbench.freshness import files_digest, fingerprint, recorded_options
 from msbench.records import Metrics, Record, StepStats
 from msbench.resources import suite_path
 
@@ -59,9 +61,6 @@ class MindSporeTarget:
         """What determines this target's numbers besides the host: the real target's sources, the capability
         table and settings rules, the workload's sources, MindSpore's version, the device, the options that
         change the record (accuracy and its seeds, the Profiler)."""
-        from hardware.model.graph import mindspore_version, workload_sources
-        from msbench.freshness import files_digest, fingerprint, recorded_options
-
         here = Path(__file__).resolve().parent
         sources = [*here.glob("*.py"), here.parent / "capabilities.py", suite_path("msbench/settings.py"),
                    suite_path("workloads/parallel_plan.py"), *workload_sources(cell.workload)]
@@ -190,8 +189,6 @@ def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, 
     seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
     delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs. Used by the device-model
     target too."""
-    from hardware.mindspore.accuracy import accuracies_in_subprocess, not_run_reason, seed_cells
-
     skipped = not_run_reason(record.cell.settings, knobs)
     if skipped:
         record.metrics.extra["accuracy_run"] = {"reason": skipped}

@@ -28,6 +28,8 @@ from msbench.host_share import shared_host
 from msbench.settings import Settings
 from hardware.model.opgraph import OpGraph
 from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
+from workloads.registry import get_workload
+from workloads.train_step import micro_batch_size
 
 CACHE_KIND = "opgraph"
 SCHEMA = 1                       # bump when the OpGraph layout changes (parser edits change PARSER_SOURCES)
@@ -76,8 +78,6 @@ def workload_sources(workload: str) -> list[Path]:
 
 def check_preset(workload: str, preset: str, overrides: Mapping[str, Any]) -> None:
     """Refuse an unknown preset or override here, as a ConfigError, before a child process is started."""
-    from workloads.registry import get_workload
-
     get_workload(workload).preset(preset, overrides)
 
 
@@ -133,9 +133,6 @@ class GraphPlan:
 
 
 def graph_plan(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> GraphPlan:
-    from workloads.registry import get_workload
-    from workloads.train_step import micro_batch_size
-
     overrides = dict(overrides or {})
     wl = get_workload(workload)
     full = wl.preset(preset, overrides)

@@ -7,7 +7,11 @@ import dataclasses
 from typing import Any
 
 from hardware.capabilities import PIPELINE_MODES, knobs_changing
+from hardware.model.fusion import apply_fusion
+from hardware.model.graph import extract_graph
+from hardware.model.host_cost import host_cost
 from hardware.model.opgraph import OpGraph
+from hardware.model.pipeline_modes import HostWithModes, pipeline_modes
 from hardware.model.plan import CellPlan
 from msbench.settings import DEFAULTS
 
@@ -17,9 +21,6 @@ MODE_KNOBS = knobs_changing(PIPELINE_MODES)      # the capability table's knobs 
 def plan_graph(plan: CellPlan, compile_missing: bool = True) -> OpGraph:
     """The cell's real op graph with its epoch length in `meta` (`compile_missing=False`: from the cache
     only, see extract_graph)."""
-    from hardware.model.fusion import apply_fusion
-    from hardware.model.graph import extract_graph
-
     cell = plan.cell
     graph = extract_graph(cell.workload, cell.preset, cell.overrides, cell.settings, compile_missing)
     if plan.compile.graph_kernel_fusion:
@@ -31,9 +32,6 @@ def plan_graph(plan: CellPlan, compile_missing: bool = True) -> OpGraph:
 def plan_host(plan: CellPlan) -> Any:
     """The calibrated host cost of the entry that measured the cell's pipeline, with the pipeline's
     calibrated modes when a knob that reads them is set."""
-    from hardware.model.host_cost import host_cost
-    from hardware.model.pipeline_modes import HostWithModes, pipeline_modes
-
     assert plan.calibration is not None, "an LLM composition reads no host cost"
     source, source_preset, source_overrides = plan.calibration
     host = host_cost(source, source_preset, source_overrides, plan.settings.data_format)

@@ -13,6 +13,7 @@ from hardware.capabilities import refusal
 from hardware.model.estimate_ends import estimate_ends
 from hardware.model.inputs import plan_graph, plan_host
 from hardware.model.opgraph import OpGraph
+from hardware.model.pipeline_modes import modes_of
 from hardware.model.plan import CellPlan, resolve
 from hardware.model.predict import Prediction, predict
 from hardware.model.profile import HardwareProfile
@@ -52,8 +53,6 @@ def refusal_before(plan: CellPlan) -> str | None:
 
 def refusal_after(plan: CellPlan, result: CellPrediction) -> str | None:
     """What is refused once the graph is extracted, as on the real target once the step is built."""
-    from hardware.model.pipeline_modes import modes_of
-
     meta = result.graph.meta
     marked = meta.get("recomputed_blocks")
     modes = modes_of(result.host)

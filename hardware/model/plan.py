@@ -10,9 +10,12 @@ from typing import Any, Mapping
 from hardware.capabilities import Facts
 from hardware.model.compile_mode import CompileMode, compile_mode
 from hardware.model.compute import has_flash_kernel
+from hardware.model.llm.predict import is_llm_preset
 from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.settings import Settings
+from workloads.registry import calibration_entry, get_workload
+from workloads.train_step import steps_per_epoch
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,7 @@ class CellPlan:
 def resolve(cell: Cell, profile: HardwareProfile | str, *, accuracy: bool = False) -> CellPlan:
     """The cell on a profile (an object or a name: the cell's own target need not be that profile, as when
     `msbench validate` predicts a cell measured on `mindspore:cpu`). A bad preset or override raises here."""
-    from hardware.model.llm.predict import is_llm_preset
     from workloads.pipeline import ragged_last_batch
-    from workloads.registry import calibration_entry, get_workload
-    from workloads.train_step import steps_per_epoch
 
     prof = load_profile(profile) if isinstance(profile, str) else profile
     workload = get_workload(cell.workload)

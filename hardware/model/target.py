@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from hardware.mindspore.accuracy import ACCURACY_SEEDS
+from hardware.model.graph import compile_missing_graphs, graph_plan, mindspore_version, missing_graphs, workload_sources
+from hardware.model.llm.predict import cell_parts
 from hardware.model.outcome import predict_plan, refusal_before
 from hardware.model.plan import CellPlan, resolve
 from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.errors import ConfigError
+from msbench.freshness import files_digest, fingerprint, recorded_options
 from msbench.records import Record
 
 
@@ -72,9 +75,6 @@ class ModelTarget:
         importing MindSpore (~2 s of a ~13 s compile), and both children stay busy to the matrix's last
         graph. A cell whose graphs cannot be planned (a layout its model cannot be split by, a bad preset
         override) is left to report that itself when it runs."""
-        from hardware.model.graph import compile_missing_graphs, graph_plan, missing_graphs
-        from hardware.model.llm.predict import cell_parts
-
         jobs, planned = [], 0
         for cell in cells:
             try:
@@ -102,9 +102,6 @@ class ModelTarget:
         return self._fingerprints[cell.workload]
 
     def _fingerprint(self, cell: Cell) -> str:
-        from hardware.model.graph import mindspore_version, workload_sources
-        from msbench.freshness import files_digest, fingerprint, recorded_options
-
         sources = [*MODEL_DIR.glob("*.py"), *MODEL_DIR.glob("llm/*.py"), *SPINE, *workload_sources(cell.workload)]
         if self.accuracy:
             sources += MINDSPORE_DIR.glob("*.py")

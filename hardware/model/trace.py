@@ -23,6 +23,7 @@ from typing import Any
 
 from hardware.model.compute import Kernel
 from hardware.model.predict import Prediction
+from msbench.outputs import write_atomic
 
 DEVICE_PID, HOST_PID = 1, 2
 COMPUTE_TID, COMM_TID = 1, 2
@@ -118,6 +119,4 @@ def trace_title(cell: Any) -> str:
 def write_trace(path: str | Path, prediction: Prediction, title: str) -> Path:
     """Write the trace as JSON (keys sorted: the same bytes for the same prediction), atomically: a full disk
     leaves no truncated trace."""
-    from msbench.outputs import write_atomic
-
     return write_atomic(path, json.dumps(trace_events(prediction, title), sort_keys=True, separators=(",", ":")))

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from msbench.errors import ConfigError
 from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
+from workloads.registry import WORKLOADS, get_workload
 
 PUBLISHED = suite_path("hardware/validation/published.toml")
 # Published units and what they measure: a step time, samples per second over all devices, or tokens
@@ -88,7 +89,6 @@ class PublishedCase:
         """What the published rate counts per step: samples, or tokens per card (MindFormers' tokens/s/p)."""
         if UNITS[self.unit] != "tokens_per_device":
             return float(self.samples_per_step)
-        from workloads.registry import get_workload
 
         seq = get_workload(self.workload).preset(self.preset, dict(self.overrides)).seq_len
         return self.samples_per_step * seq / self.settings.devices
@@ -190,8 +190,6 @@ def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
 
 
 def check_preset(case: PublishedCase, where: str) -> None:
-    from workloads.registry import WORKLOADS, get_workload
-
     if case.workload not in WORKLOADS:
         raise ConfigError("workload", case.workload, ", ".join(WORKLOADS), where)
     try:

@@ -15,8 +15,10 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from hardware.model.outcome import ModelRefusal
+from hardware.model.outcome import ModelRefusal, predict_cell
 from hardware.validation.cases import Catalogue, Pair, PublishedCase
+from msbench.cell import Cell
+from msbench.errors import ConfigError
 
 STEP_GOAL = 0.15          # issue 11: median |step-time error| on each chip
 RATIO_GOAL = 0.25         # issue 11: a pair's predicted ratio within 25% of the published one
@@ -35,9 +37,6 @@ Predictor = Callable[[PublishedCase], PredictionLike]
 
 def model_predictor(case: PublishedCase) -> PredictionLike:
     """The product path: the case's cell on its profile through the one prediction path (a refusal is a row)."""
-    from hardware.model.outcome import predict_cell
-    from msbench.cell import Cell
-
     cell = Cell(workload=case.workload, preset=case.preset, overrides=dict(case.overrides), settings=case.settings,
                 target=f"model:{case.profile}", label=case.id)
     return predict_cell(cell, case.profile).prediction
@@ -145,8 +144,6 @@ def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = N
     for), the partners of its pairs, and their summary (plain data).
     `skip` names cases not to predict here (a graph too large to extract on this machine): they stay
     in the table, marked, so a skipped case is never silently missing."""
-    from msbench.errors import ConfigError
-
     predictor = predictor or model_predictor
     catalogue = catalogue.part(part)
     own = catalogue.expressible(profile)

@@ -7,16 +7,15 @@ import argparse
 import json
 from dataclasses import replace
 
+from msbench.cell_run import run_cells
 from msbench.cli import cell_from_args, print_table
+from msbench.errors import UserError
+from msbench.outputs import check_dir
 from msbench.records import Record
+from msbench.settings import make_settings, parse_assignments
 
 
 def measure_command(args: argparse.Namespace) -> int:
-    from msbench.errors import UserError
-    from msbench.outputs import check_dir
-    from msbench.cell_run import run_cells
-    from msbench.settings import make_settings, parse_assignments
-
     if args.wait_quiet < 0:
         raise UserError(f"--wait-quiet={args.wait_quiet:g} is not allowed; allowed: seconds >= 0")
     cell = cell_from_args(args, f"mindspore:{args.device}")

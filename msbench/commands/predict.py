@@ -12,17 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 
+from hardware.model.outcome import predict_cell
 from hardware.model.predict import Prediction
 from hardware.model.profile import load_profile
 from msbench.cell import Cell
 from msbench.cli import cell_from_args
+from msbench.errors import UserError
+from msbench.outputs import check_file
 from workloads.recipes import recipe_for
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
     """The prediction of `cell` (target `model:<profile>`) and its canonical JSON; a refusal is one line."""
-    from hardware.model.outcome import predict_cell
-
     profile = cell.target.partition(":")[2]
     result = predict_cell(cell, profile)
     body = {"workload": cell.workload, "preset": cell.preset, "overrides": dict(sorted(cell.overrides.items())),
@@ -32,9 +33,6 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
 
 
 def predict_command(args: argparse.Namespace) -> int:
-    from msbench.errors import UserError
-    from msbench.outputs import check_file
-
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
     if args.trace is not None:
         check_file("--trace", args.trace)               # before the prediction: '' or a directory is refused

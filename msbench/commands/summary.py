@@ -15,6 +15,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
+from hardware.model.graph import PARSER_SOURCES, forward_flops, mindspore_version, workload_sources
 from msbench.cache import cache_get, cache_put, content_key, source_hash
 from msbench.errors import UserError
 from workloads.base import Workload
@@ -27,16 +28,12 @@ FULL = "full"
 
 def flops_counter():
     """The project's single FLOP counter (compile-only IR of the forward graph, matrix ops)."""
-    from hardware.model.graph import forward_flops
-
     return forward_flops
 
 
 def row_sources(name: str) -> list[Path]:
     """The files whose edits can change a row: the workload's package and shared modules (the same list
     the op-graph cache uses), this module, and the FLOP counter with its IR parser."""
-    from hardware.model.graph import PARSER_SOURCES, workload_sources
-
     return [*workload_sources(name), Path(__file__), Path(inspect.getfile(flops_counter())), *PARSER_SOURCES]
 
 
@@ -78,7 +75,6 @@ def compute_row(workload: Workload) -> dict[str, Any]:
 
 def row_key(workload: Workload) -> str:
     preset = dataclasses.asdict(workload.preset(FULL))
-    from hardware.model.graph import mindspore_version
 
     return content_key(ROW_VERSION, mindspore_version(), workload.name,
                        source_hash(row_sources(workload.name)), preset)

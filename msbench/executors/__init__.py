@@ -16,6 +16,7 @@ from msbench.errors import UserError
 from msbench.matrix import Entry
 from msbench.records import Record
 from msbench.plugins import import_object
+from msbench.targets import resolve_target
 
 EXECUTOR_ENV = "MSBENCH_EXECUTOR"          # the default of --executor (how asv's setup_cache gets it)
 EXECUTORS: dict[str, str] = {
@@ -44,8 +45,6 @@ class CellJob:
     def prepare(self, entries: Sequence[Entry], announce: Callable[[str], None]) -> None:
         """Each target's work that its cells share, done once before any runs (the optional
         `Target.prepare`: the device model compiles a matrix's LLM parts)."""
-        from msbench.targets import resolve_target
-
         cells: dict[str, list[Cell]] = {}
         for entry in entries:
             if entry.status != "invalid":

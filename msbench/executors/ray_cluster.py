@@ -25,6 +25,9 @@ import os
 import socket
 import time
 import traceback
+import hardware
+import msbench
+import workloads
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -203,10 +206,7 @@ class RayExecutor:
             import ray
         except ImportError:
             raise UserError("--executor ray needs Ray; install it with: pip install 'msbench[ray]'") from None
-        import hardware
         import matrices
-        import msbench
-        import workloads
 
         self.ray, self.max_attempts = ray, max_attempts
         runtime_env = {"py_modules": [msbench, hardware, workloads, matrices], "excludes": ["__pycache__"],

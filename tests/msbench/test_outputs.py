@@ -116,9 +116,9 @@ def test_a_trace_is_written_whole(tmp_path):
 
 
 def test_measure_profile_dir_that_is_a_file_is_one_line_before_measuring(tmp_path, capsys, monkeypatch):
-    import msbench.runner as runner
+    import msbench.commands.measure as measure
 
-    monkeypatch.setattr(runner, "run_cells", lambda *a, **k: pytest.fail("measured before --profile-dir was checked"))
+    monkeypatch.setattr(measure, "run_cells", lambda *a, **k: pytest.fail("measured before --profile-dir was checked"))
     afile = tmp_path / "afile"
     afile.write_text("x")
     assert main(["measure", "resnet50", "--profile", "--profile-dir", str(afile)]) == 2

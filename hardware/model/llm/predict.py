@@ -15,6 +15,7 @@ from hardware.model.llm.shape import DecoderShape, Parallel
 from hardware.model.predict import Prediction, canonical
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
+from workloads.transformer.config import llm_parameter_count
 
 if TYPE_CHECKING:
     from hardware.model.plan import CellPlan
@@ -85,8 +86,6 @@ def cell_parts(plan: "CellPlan") -> CellParts:
 
 
 def predict_llm_cell(plan: "CellPlan") -> tuple[Prediction, LlmGraphs]:
-    from workloads.transformer.config import llm_parameter_count
-
     parts = cell_parts(plan)
     graphs = llm_graphs(parts)
     return predict_llm(graphs, parts.preset, plan.settings, plan.profile, llm_parameter_count(parts.preset)), graphs
