@@ -27,6 +27,7 @@ from pathlib import Path
 
 from msbench.asv_results import result_commits
 from msbench.child import ChildScope
+from msbench.child_io import ISA_DEFAULT, ISA_ENV
 from msbench.cli import HANDLERS, build_parser
 from msbench.errors import UserError
 from msbench.executors import executor_env
@@ -196,7 +197,7 @@ def run_nightly(repo: Path, args: argparse.Namespace) -> int:
     runs = repo / RUNS_DIR / f"asv-{machine}"
     env = {**os.environ, "MSBENCH_ASV_RUNS": str(runs), "MSBENCH_TARGET": target,
            **executor_env(args.executor, args.address)}
-    env.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    env.setdefault(ISA_ENV, ISA_DEFAULT)        # asv's benchmark processes, as every child of msbench
     failed = []
     with tempfile.TemporaryDirectory(prefix="msbench-nightly-") as scratch:
         for i, commit in enumerate(plan.commits, 1):

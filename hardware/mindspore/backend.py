@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hardware.capabilities import Facts, refusal
+from msbench.child_io import ISA_DEFAULT, ISA_ENV
 from msbench.settings import DEFAULTS, Settings
 
 MS_DEVICE = {"cpu": "CPU", "ascend": "Ascend", "gpu": "GPU"}
 DEVICE_NODES = {"ascend": "/dev/davinci[0-9]*", "gpu": "/dev/nvidia[0-9]*"}
-ISA_ENV = "ONEDNN_MAX_CPU_ISA"
 _op_threads: int | None = None
 
 
@@ -66,7 +66,7 @@ def isa_env(cpuinfo: str | None = None) -> dict[str, str]:
     (30-100x slower) for MindSpore's plain layouts. A value the user already set is kept."""
     if ISA_ENV in os.environ:
         return {ISA_ENV: os.environ[ISA_ENV]}
-    return {ISA_ENV: "AVX2"} if host_has_avx512(cpuinfo) else {}
+    return {ISA_ENV: ISA_DEFAULT} if host_has_avx512(cpuinfo) else {}
 
 
 def device_present(device: str) -> bool:
