@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -89,9 +90,11 @@ LIST_MARKDOWN: dict[str, Callable[[], str]] = {
 
 
 def validation_markdown(profile: str) -> str:
-    """`msbench validate --profile PROFILE` (already Markdown), in a child so its caches and output stay its own."""
-    done = subprocess.run([sys.executable, "-m", "msbench.cli", "validate", "--profile", profile],
-                          check=True, capture_output=True, text=True)
+    """`msbench validate --profile PROFILE` (already Markdown), in a child so its caches stay its own; the
+    files it writes go to a temporary folder, never into the working directory."""
+    with tempfile.TemporaryDirectory(prefix="msbench-docs-") as out:
+        done = subprocess.run([sys.executable, "-m", "msbench.cli", "validate", "--profile", profile, "--out", out],
+                              check=True, capture_output=True, text=True)
     return done.stdout
 
 
