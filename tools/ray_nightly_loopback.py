@@ -41,13 +41,15 @@ def records(path: Path) -> dict[str, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matrix", default=str(ROOT / "matrices" / "nightly.toml"))
+    parser.add_argument("--target", help="one target instead of the matrix's own")
     parser.add_argument("--work", default="/tmp/rayloop", help="scratch folder: cache, run files (emptied first)")
     args = parser.parse_args(argv)
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     (work / "elsewhere").mkdir(parents=True)
     env = {**os.environ, "MSBENCH_CACHE": str(work / "cache"), "PYTHONPATH": DRIVER_PATH}
-    msbench = [sys.executable, "-m", "msbench.cli", "run", args.matrix, "--out", str(work / "runs"), "--quiet"]
+    msbench = [sys.executable, "-m", "msbench.cli", "run", args.matrix, "--out", str(work / "runs"), "--quiet",
+               *(["--target", args.target] if args.target else [])]
     times: dict[str, float] = {}
     with loopback_cluster([["--num-cpus=1"]], head_cpus=1, env={"MSBENCH_CACHE": str(work / "cache")}) as cluster:
         ray = ["--executor", "ray", "--address", cluster.address]
