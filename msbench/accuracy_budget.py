@@ -65,7 +65,7 @@ def trainings(records: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def summarize(records: Sequence[Any], wall_s: float, seeds: int, cpu_s: float | None = None) -> dict[str, Any]:
-    from msbench.report.accuracy_widths import widths_table
+    from msbench.report.accuracy_widths import DIFFS, half_widths_by_seeds, widths_table
     from msbench.report.claims import CLAIMS
     from msbench.report.load import RecordSet
 
@@ -84,7 +84,8 @@ def summarize(records: Sequence[Any], wall_s: float, seeds: int, cpu_s: float | 
             "values": sorted(round(float(r["value"]), 4) for r in rs if r["value"] is not None),
             "reason": next((r["reason"] for r in rs if r["value"] is None and r["reason"]), None),
             "deltas": [{"delta": row["delta"], "pairs": int(row["pairs"]), "delta_pp": round(float(row["delta_pp"]), 2),
-                        "half_width_pp": None if row["half_width_pp"] is None else round(float(row["half_width_pp"]), 2)}
+                        "half_width_pp": None if row["half_width_pp"] is None else round(float(row["half_width_pp"]), 2),
+                        "half_width_by_seeds": {str(n): round(w, 2) for n, w in half_widths_by_seeds(row[DIFFS]).items()}}
                        for _, row in mine.iterrows()],
         }
     return {"seeds": seeds, "trainings": len(trained), "phase_wall_s": round(wall_s, 1),

@@ -111,14 +111,15 @@ def accuracy_markdown() -> str:
                           ", ".join(f"{k} {fields[k]}" for k in ACCURACY_FIELDS if k in fields),
                           entry["trainings"], entry["cpu_s_median"], entry["cpu_s_max"]])
         for delta in entry["deltas"]:
-            widths.append([f"`{name}`", delta["delta"], delta["pairs"], delta["delta_pp"], delta["half_width_pp"]])
+            by_seeds = ", ".join(f"{n}: {w:g}" for n, w in delta.get("half_width_by_seeds", {}).items() if int(n) >= 3)
+            widths.append([f"`{name}`", delta["delta"], delta["pairs"], delta["delta_pp"], delta["half_width_pp"], by_seeds])
     head = (f"Measured: {budget['trainings']} trainings ({budget['seeds']} seeds per setting) of `{budget['matrix']}`; "
             f"the accuracy phase took {budget['phase_cpu_s']:g} CPU-s ({budget['training_cpu_s']:g} of them in the "
             f"trainings, the rest starting the children) and {budget['phase_wall_s']:g} s of wall time"
             + (f" ({budget['conditions']})" if budget.get("conditions") else "") + ".\n\n")
     return (head + md_table(["workload", "preset", "updates", "sizes", "trainings", "CPU-s median", "CPU-s max"], sizes)
-            + "\n" + md_table(["workload", "delta the claims read", "seed pairs", "mean (pp)", "95% half-width (pp)"],
-                               widths))
+            + "\n" + md_table(["workload", "delta the claims read", "seed pairs", "mean (pp)", "95% half-width (pp)",
+                                "half-width with the first n seeds"], widths))
 
 
 LIST_MARKDOWN: dict[str, Callable[[], str]] = {

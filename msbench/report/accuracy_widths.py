@@ -16,6 +16,7 @@ PROXY_NOTE = ("An accuracy delta is a CPU-numerics proxy: real MindSpore on the 
               "accuracy preset with the cell's numerics knobs, seed-paired; it is not the full network's accuracy "
               "on Ascend.")
 WIDTH_COLUMNS = ["workload", "claim", "delta", "accuracy_preset", "pairs", "delta_pp", "half_width_pp"]
+DIFFS = "diffs_pp"           # the seed-paired differences themselves (not shown; the budget reads them)
 NUMERICS_SHOWN = ("amp_level", "loss_scale", "keep_batchnorm_fp32", "batch_size", "grad_accum")
 
 
@@ -47,5 +48,14 @@ def widths_table(frame: pd.DataFrame, claims: tuple) -> pd.DataFrame:
             rows.setdefault((str(alt["workload"]), claim.key, name), {
                 "workload": alt["workload"], "claim": claim.key, "delta": name, "accuracy_preset": preset_of(alt),
                 "pairs": len(seed_accuracies(alt)) or 1, "delta_pp": delta,
-                "half_width_pp": None if interval is None else (interval[1] - interval[0]) / 2})
-    return pd.DataFrame(list(rows.values()), columns=WIDTH_COLUMNS)
+                "half_width_pp": None if interval is None else (interval[1] - interval[0]) / 2,
+                DIFFS: [(a - b) * 100.0 for a, b in zip(seed_accuracies(alt), seed_accuracies(ref))]})
+    return pd.DataFrame(list(rows.values()), columns=[*WIDTH_COLUMNS, DIFFS])
+
+
+def half_widths_by_seeds(diffs: list[float]) -> dict[int, float]:
+    """The half-width the interval would have had with only the first n seed pairs, n = 2 .. all: what
+    each seed buys (docs/generated/accuracy.md)."""
+    from msbench.stats import mean_interval
+
+    return {n: mean_interval(diffs[:n])[1] for n in range(2, len(diffs) + 1)}

@@ -220,7 +220,8 @@ def claims_section(now: RecordSet, options: Options) -> Section:
                     Table("Estimate range ends that change a verdict", uncertainty.flips_table(robust)),
                     Table("Evidence", claims.evidence_table(results), links=("cells",)),
                     *([Table("Accuracy deltas the claims read: 95% seed-paired interval half-width per workload (pp)",
-                             widths)] if not widths.empty else [])), tuple(figures), "claims")
+                             widths[accuracy_widths.WIDTH_COLUMNS])] if not widths.empty else [])),
+                   tuple(figures), "claims")
 
 
 def diff_section(sides: Sides, options: Options) -> Section:

@@ -31,3 +31,4 @@ def test_shared_runs_count_once_and_cached_ones_cost_nothing():
     [delta] = mine["deltas"]
     assert delta["delta"] == "amp_level=O2 vs amp_level=O0" and delta["pairs"] == 2
     assert delta["delta_pp"] == pytest.approx(-0.5)
+    assert list(delta["half_width_by_seeds"]) == ["2"] and delta["half_width_by_seeds"]["2"] == delta["half_width_pp"]
