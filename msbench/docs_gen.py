@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -81,15 +82,56 @@ def hardware_markdown(hidden: Sequence[str] = HARDWARE_HIDDEN) -> str:
     return md_table(columns, [[f"`{r['name']}`", *(r[c] for c in columns[1:])] for r in rows])
 
 
+ACCURACY_FIELDS = ("image_size", "width", "blocks", "depth", "num_classes", "max_objects", "object_min", "object_max",
+                   "batch_size", "train_samples", "epochs", "eval_samples", "lr")
+
+
+def accuracy_markdown() -> str:
+    """The accuracy presets' sizes and the committed measurement of the nightly's accuracy phase
+    (`python -m msbench.accuracy_budget matrices/nightly.toml`, hardware/calibration/data/accuracy_budget.json)."""
+    import json
+    from dataclasses import asdict
+
+    from hardware.mindspore.accuracy import BUDGET_FILE
+    from msbench.settings import Settings
+    from workloads.registry import get_workload
+    from workloads.train_step import steps_per_epoch
+
+    budget = json.loads(BUDGET_FILE.read_text(encoding="utf-8"))
+    sizes, widths = [], []
+    for name, entry in budget["workloads"].items():
+        preset = get_workload(name).preset(entry["preset"]) if entry["preset"] else None
+        if entry.get("reason") and not entry["trainings"]:
+            sizes.append([f"`{name}`", f"`{entry['preset']}`", "", entry["reason"], 0, "", ""])
+        elif preset is not None:
+            fields = asdict(preset)
+            updates = preset.epochs * steps_per_epoch(preset, Settings())
+            sizes.append([f"`{name}`", f"`{entry['preset']}`", updates,
+                          ", ".join(f"{k} {fields[k]}" for k in ACCURACY_FIELDS if k in fields),
+                          entry["trainings"], entry["cpu_s_median"], entry["cpu_s_max"]])
+        for delta in entry["deltas"]:
+            by_seeds = ", ".join(f"{n}: {w:g}" for n, w in delta.get("half_width_by_seeds", {}).items() if int(n) >= 3)
+            widths.append([f"`{name}`", delta["delta"], delta["pairs"], delta["delta_pp"], delta["half_width_pp"], by_seeds])
+    head = (f"Measured: {budget['trainings']} trainings ({budget['seeds']} seeds per setting) of `{budget['matrix']}`; "
+            f"the accuracy phase took {budget['phase_cpu_s']:g} CPU-s ({budget['training_cpu_s']:g} of them in the "
+            f"trainings, the rest starting the children) and {budget['phase_wall_s']:g} s of wall time"
+            + (f" ({budget['conditions']})" if budget.get("conditions") else "") + ".\n\n")
+    return (head + md_table(["workload", "preset", "updates", "sizes", "trainings", "CPU-s median", "CPU-s max"], sizes)
+            + "\n" + md_table(["workload", "delta the claims read", "seed pairs", "mean (pp)", "95% half-width (pp)",
+                                "half-width with the first n seeds"], widths))
+
+
 LIST_MARKDOWN: dict[str, Callable[[], str]] = {
     "knobs": knobs_markdown, "workloads": workloads_markdown, "hardware": hardware_markdown,
 }
 
 
 def validation_markdown(profile: str) -> str:
-    """`msbench validate --profile PROFILE` (already Markdown), in a child so its caches and output stay its own."""
-    done = subprocess.run([sys.executable, "-m", "msbench.cli", "validate", "--profile", profile],
-                          check=True, capture_output=True, text=True)
+    """`msbench validate --profile PROFILE` (already Markdown), in a child so its caches stay its own; the
+    files it writes go to a temporary folder, never into the working directory."""
+    with tempfile.TemporaryDirectory(prefix="msbench-docs-") as out:
+        done = subprocess.run([sys.executable, "-m", "msbench.cli", "validate", "--profile", profile, "--out", out],
+                              check=True, capture_output=True, text=True)
     return done.stdout
 
 
@@ -114,6 +156,12 @@ PAGES: tuple[Page, ...] = (
          "chip sinks whole graphs. `msbench list hardware` (plain or `--json`) also prints each profile's "
          "content hash.",
          hardware_markdown),
+    Page("accuracy.md", "Accuracy presets and their interval widths", "python -m msbench.accuracy_budget matrices/nightly.toml",
+         "Each workload's accuracy preset (the small network real MindSpore trains on the CPU for the accuracy deltas; "
+         "design: [Accuracy deltas](../accuracy.md)), the CPU seconds one training took (user + system, compile and "
+         "evaluation included) and the half-width of the 95% seed-paired interval of each delta the claims read. "
+         "An accuracy delta is a CPU-numerics proxy of this preset, not the full network's accuracy on Ascend.",
+         accuracy_markdown),
     Page("workloads.md", "Workload table", "msbench list workloads --md",
          "Parameters and forward GFLOPs per sample (2 x MAC) of the `full` preset, counted on the built "
          "MindSpore network (the LLM rows by the formulas in `workloads/transformer/config.py`).",

@@ -364,10 +364,12 @@ class TrainResult:
 
 
 def train(workload: "Workload", preset: "Preset", settings: Settings, epochs: int, *, rank: int = 0,
-          world: int = 1, workdir: Path | None = None) -> TrainResult:
+          world: int = 1, workdir: Path | None = None, step: TrainStep | None = None) -> TrainResult:
     """Train for `epochs` passes over the training split (the accuracy run). Same samples seen for any
-    batch/grad_accum split, up to the remainder dropped by batching."""
-    step = build_train_step(workload, preset, settings, total_steps=epochs * steps_per_epoch(preset, settings))
+    batch/grad_accum split, up to the remainder dropped by batching. `step`: an already built step in its
+    initial state (workloads.reseed), else one is built."""
+    if step is None:
+        step = build_train_step(workload, preset, settings, total_steps=epochs * steps_per_epoch(preset, settings))
     data = workload.make_dataset(preset, "train", settings, step.step_batch, rank=rank, world=world, workdir=workdir)
     losses: list[float] = []
     for _ in range(epochs):

@@ -15,15 +15,20 @@ from hardware.calibration.table import Row, Tensor
 from msbench.resources import suite_path
 
 GEMM_DATA = suite_path("hardware/calibration/data/public_gemm_tflops.csv")
+TABLE_DTYPES = ("fp16", "bf16")    # the dtypes the Cube's efficiency tables are fitted on (fp32 sets a rate instead)
 
 
-def measured_rows(profile_name: str, path: Path = GEMM_DATA) -> list[Row]:
-    """The measured GEMMs of one profile's chip (none for a chip nobody measured)."""
+def read_entries(path: Path = GEMM_DATA) -> list[dict[str, str]]:
+    """The file's rows as dicts (its comment lines left out)."""
     with open(path, newline="") as fh:
-        lines = [line for line in fh if not line.startswith("#")]
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def measured_rows(profile_name: str, path: Path = GEMM_DATA, dtypes: tuple[str, ...] = TABLE_DTYPES) -> list[Row]:
+    """The measured GEMMs of one profile's chip in `dtypes` (none for a chip nobody measured)."""
     rows = []
-    for r in csv.DictReader(lines):
-        if r["profile"] != profile_name:
+    for r in read_entries(path):
+        if r["profile"] != profile_name or r["dtype"] not in dtypes:
             continue
         m, n, k, dtype = int(r["m"]), int(r["n"]), int(r["k"]), r["dtype"]
         seconds = 2 * m * n * k / (float(r["tflops"]) * 1e12)

@@ -12,6 +12,13 @@ asnumpy(); MindYOLO's train_step reads `not grads_finite`), which blocks until t
 terms add to the device time instead of overlapping it. The pipeline's worker threads keep running in
 parallel either way (that part is the pipelined law, unchanged).
 
+What does not change without sink: how the graph runs. MindSpore's sinking-mode page (r2.0-r2.5) says data
+sink on Ascend turns graph sink on too, which would make a non-sink step run kernel by kernel. The code that
+picks the executor does not read the sink mode: in GRAPH mode MsContext::IsKByKExecutorMode returns kernel by
+kernel for jit_level O0/O1 (or GRAPH_OP_RUN=1, or memory offload) and the whole-graph sink executor for O2,
+and Model.train's non-sink loop calls the same compiled train network (SOURCES). So no per-kernel launch
+cost is added to a non-sink step at O2, and O0/O1 pay it with or without sink.
+
 This script prints, per Ascend profile with a separate device and per calibrated full-size pipeline, the three
 terms per step at the batch sizes it is asked for, from the checked-in figures only (no host is timed here, so
 it prints the same on every machine). It reads no end-to-end published figure (those are validation data).
@@ -42,6 +49,10 @@ SOURCES: tuple[dict[str, str], ...] = (
              "Tensor `grads_finite` on the host every step (`if not grads_finite and ...`)",
      "repo": "mindspore-lab/mindyolo", "path": "mindyolo/utils/trainer_factory.py",
      "commit": "0275ff6fc4031fb4b864496966366b88783ff776", "where": "Trainer.train, Trainer.train_step"},
+    {"what": "the executor is chosen from jit_level (O0/O1 kernel by kernel, O2 whole-graph sink; also "
+             "GRAPH_OP_RUN=1 and memory offload), never from the dataset sink mode",
+     "repo": "mindspore-ai/mindspore", "path": "mindspore/core/utils/ms_context.cc",
+     "commit": "", "where": "MsContext::IsKByKExecutorMode (2.3-2.6 era versions)"},
     {"what": "the non-sink DatasetHelper iterates create_tuple_iterator(do_copy=ds.config iterator mode); "
              "the default do_copy=False converts with Tensor.from_numpy (no copy of the batch)",
      "repo": "mindspore (2.10.0 wheel)", "path": "mindspore/train/dataset_helper.py, "

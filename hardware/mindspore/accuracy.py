@@ -1,5 +1,6 @@
-"""Accuracy of a cell: train its workload's `tiny` preset for the preset's epochs with the cell's
-numerics knobs, on the CPU, then evaluate. Cached on disk by content key.
+"""Accuracy of a cell: train its workload's accuracy preset (`accuracy` where the workload defines one,
+else `tiny`; a tiny cell keeps its own tiny preset) for the preset's epochs with the cell's numerics knobs,
+on the CPU, then evaluate. Cached on disk by content key.
 
 Only the knobs that change the numbers are kept (`NUMERICS_KNOBS`); speed-only knobs (mode, jit,
 workers, sink...) are reset, so cells differing only in those share one run. Data parallelism over
@@ -34,6 +35,11 @@ NUMERICS_KNOBS = NUMERICS        # the capability table's knobs that change a ru
 # with the seed, so a delta is the mean of seed-paired differences with its t-interval (msbench.stats).
 ACCURACY_SEEDS = 3               # tiny-preset runs per accuracy unless the matrix's `accuracy_seeds` says otherwise
 CACHE_KIND = "accuracy"
+# The preset a workload may define for accuracy runs alone: sized for the paired interval of a delta per
+# CPU-second (docs/accuracy.md), apart from `tiny`, which tests and the committed CPU measurements train.
+ACCURACY_PRESET = "accuracy"
+# What the accuracy phase of the nightly cost and how precise its deltas are (python -m msbench.accuracy_budget).
+BUDGET_FILE = suite_path("hardware") / "calibration" / "data" / "accuracy_budget.json"
 
 
 @dataclass
@@ -50,6 +56,8 @@ class AccuracyResult:
     cached: bool = False
     lr_rule: str = ""                   # the learning-rate rule applied (workloads.train_step.lr_rule)
     train_s: float | None = None        # seconds the child spent building, training and evaluating it
+    cpu_s: float | None = None          # user + system CPU seconds of the same (all the child's threads)
+    preset: str = ""                    # the preset trained (accuracy_preset)
 
 
 def accuracy_settings(settings: Settings) -> Settings:
@@ -83,7 +91,7 @@ def accuracy_cell_settings(cell: Cell, workload: Any) -> Settings:
     if cell.preset == "tiny" or settings.batch_size is None:
         return settings
     own = workload.preset(cell.preset, cell.overrides).batch_size
-    tiny = workload.preset(*accuracy_preset(cell)).batch_size
+    tiny = workload.preset(*accuracy_preset(cell, workload)).batch_size
     return settings.replace(batch_size=max(1, round(tiny * settings.batch_size / own)))
 
 
@@ -95,9 +103,12 @@ def seed_cells(cell: Cell, seeds: int) -> list[Cell]:
     return [cell if i == 0 else replace(cell, settings=cell.settings.replace(seed=first + i)) for i in range(seeds)]
 
 
-def accuracy_preset(cell: Cell) -> tuple[str, dict[str, Any]]:
-    """Always the tiny preset; the cell's preset overrides apply only when it is the tiny one."""
-    return "tiny", (dict(cell.overrides) if cell.preset == "tiny" else {})
+def accuracy_preset(cell: Cell, workload: Any) -> tuple[str, dict[str, Any]]:
+    """A tiny cell trains its own tiny preset with its overrides; any other cell the workload's accuracy
+    preset where it has one (else tiny), without overrides (they size the other preset, not this one)."""
+    if cell.preset == "tiny":
+        return "tiny", dict(cell.overrides)
+    return (ACCURACY_PRESET if ACCURACY_PRESET in workload.presets() else "tiny"), {}
 
 
 def workload_sources(workload: Any) -> list[Path]:
@@ -118,7 +129,7 @@ def accuracy_key(cell: Cell) -> str:
     from hardware.mindspore.resolve import load_workload
 
     workload = load_workload(cell.workload)
-    preset, overrides = accuracy_preset(cell)
+    preset, overrides = accuracy_preset(cell, workload)
     return content_key("accuracy/1", metadata.version("mindspore"), cell.workload, preset, overrides,
                        source_hash(workload_sources(workload)), accuracy_cell_settings(cell, workload).non_default())
 
@@ -135,8 +146,8 @@ def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResul
 
 def accuracies_in_subprocess(cells: list[Cell], timeout: float = 1800.0) -> list[AccuracyResult]:
     """The cells' accuracies (the seeds of one setting): cached ones read, the others trained one after
-    another in ONE fresh child, each with its own network and its own compile, so MindSpore's import,
-    start-up and the data generation are paid once, not once a seed. Each key's lock is held meanwhile, so
+    another in ONE fresh child on one compiled step, re-initialised per seed (workloads.reseed), so
+    MindSpore's import, start-up, the compile and the data generation are paid once, not once a seed. Each key's lock is held meanwhile, so
     a parallel cell sharing a key waits and reads it."""
     keys = [accuracy_key(c) for c in cells]
     with contextlib.ExitStack() as held:
@@ -167,28 +178,39 @@ def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyRe
     return AccuracyResult(**{**entry, "cached": hit})
 
 
-def train_and_evaluate(cell: Cell) -> AccuracyResult:
-    """Train the tiny preset and evaluate it, in this process (no cache)."""
+def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None) -> AccuracyResult:
+    """Train the accuracy preset and evaluate it, in this process (no cache). `built` keeps the compiled step
+    of each setting between calls, so the next seed of that setting reuses it (workloads.reseed)."""
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
     from hardware.mindspore.resolve import load_workload
-    from workloads.train_step import lr_rule, step_batch_size, steps_per_epoch, train
+    from workloads.reseed import ReusableStep, reseed, unseeded
+    from workloads.train_step import build_train_step, lr_rule, step_batch_size, steps_per_epoch, train
 
     workload = load_workload(cell.workload)
     settings = accuracy_cell_settings(cell, workload)
-    preset_name, overrides = accuracy_preset(cell)
+    preset_name, overrides = accuracy_preset(cell, workload)
     preset = workload.preset(preset_name, overrides)
     reason = unsupported_reason(settings, "cpu")
     if reason is None and step_batch_size(preset, settings) > preset.train_samples:
         reason = (f"{step_batch_size(preset, settings)} samples per step exceed the {preset.train_samples} "
                   f"training samples of {cell.workload}'s tiny preset")
     if reason:
-        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}")
+        return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}",
+                              preset=preset_name)
     apply_context(plan_context(settings, "cpu"))
-    run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data")
+    built = {} if built is None else built
+    setting = content_key(cell.workload, preset_name, overrides, unseeded(settings))
+    if setting in built:
+        step = reseed(built[setting], workload, preset, settings)
+    else:
+        step = build_train_step(workload, preset, settings, preset.epochs * steps_per_epoch(preset, settings))
+        built[setting] = ReusableStep.of(step, settings)
+    run = train(workload, preset, settings, preset.epochs, workdir=Path.cwd() / "data", step=step)
     metrics = {k: float(v) for k, v in workload.evaluate(run.network, preset).items()}
     return AccuracyResult(value=metrics[workload.metric_name], metric=workload.metric_name, metrics=metrics,
                           losses=run.losses, epochs=preset.epochs, steps=run.steps, samples_seen=run.samples_seen,
-                          lr_rule=lr_rule(preset, settings, preset.epochs * steps_per_epoch(preset, settings)))
+                          lr_rule=lr_rule(preset, settings, preset.epochs * steps_per_epoch(preset, settings)),
+                          preset=preset_name)
 
 
 def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]]:
@@ -209,13 +231,24 @@ def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]
     return list(call.answer)
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process, all its threads (MindSpore's kernels and dataset workers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def answer(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The child's answer: each cell's AccuracyResult, trained one after another in this process."""
+    """The child's answer: each cell's AccuracyResult, trained one after another in this process on one
+    compiled step per setting, reused by its seeds."""
+    built: dict[str, Any] = {}
     results = []
     for data in request["cells"]:
-        started = time.monotonic()
-        result = train_and_evaluate(Cell.from_dict(data))
+        started, cpu = time.monotonic(), cpu_seconds()
+        result = train_and_evaluate(Cell.from_dict(data), built)
         result.train_s = round(time.monotonic() - started, 2)
+        result.cpu_s = round(cpu_seconds() - cpu, 2)
         results.append(asdict(result))
     return results
 

@@ -185,7 +185,7 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
 
 
 def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None) -> None:
-    """Fill metrics.accuracy with the mean over `seeds` (cached) tiny-preset training runs, seeds
+    """Fill metrics.accuracy with the mean over `seeds` (cached) accuracy-preset training runs, seeds
     seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
     delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs. Used by the device-model
     target too."""
@@ -206,13 +206,14 @@ def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, 
         return
     # where `make bench` spends its time: each seed's training in the child (0 when cached), and the whole step
     seconds = [0.0 if r.cached else r.train_s for r in results]
+    cpu = [0.0 if r.cached else r.cpu_s for r in results]
     total_s = round(time.monotonic() - started, 2)
     first = results[0]
     info: dict[str, Any] = {"key": first.key, "keys": [r.key for r in results], "cached": all(r.cached for r in results),
                             "epochs": first.epochs, "steps": first.steps, "samples_seen": first.samples_seen,
                             "seeds": [c.settings.seed for c in seed_cells(record.cell, seeds)],
                             "values": [r.value for r in results], "lr_rule": first.lr_rule, "wall_s": seconds,
-                            "total_s": total_s}
+                            "cpu_s": cpu, "preset": first.preset, "total_s": total_s}
     record.metrics.accuracy_metric = first.metric
     missing = next((r for r in results if r.value is None), None)
     if missing is not None:

@@ -2,7 +2,8 @@
 
 A kernel's time is max(FLOPs / (unit rate x efficiency), bytes / (bandwidth x efficiency)).
 Matrix ops run on the Cube at the rate of the dtype they really use (the chip's precision rule:
-on 910A an fp32 matmul runs in fp16); everything else runs on the Vector unit. A profile with
+on 910A an fp32 matmul runs in fp16; on the 910B an fp32 Conv runs as HF32 by CANN's default while an
+fp32 MatMul stays fp32, `cube_dtype`); everything else runs on the Vector unit. A profile with
 `[kernel_classes]` (the Ascend ones, derived from per-op profiles by hardware.calibration.derive)
 costs each kernel by its class (hardware.model.opclass): Cube classes by the work per core in
 16x16x16 tiles, Vector classes by the bytes they move, plus a fixed device cost per kernel (the
@@ -81,8 +82,24 @@ def matrix_dtype(dtype: str, profile: HardwareProfile) -> str:
 
 
 def matrix_tflops(dtype: str, profile: HardwareProfile) -> float:
+    if dtype == "hf32":
+        return profile.cube.tflops_hf32
     return {"fp16": profile.cube.tflops_fp16, "bf16": profile.cube.tflops_bf16,
             "fp32": profile.cube.tflops_fp32}[matrix_dtype(dtype, profile)]
+
+
+CONV_CLASSES = ("conv_forward", "conv_input_grad", "conv_filter_grad")
+
+
+def cube_dtype(op: Op, profile: HardwareProfile) -> str:
+    """The dtype a Cube op really runs at: `matrix_dtype`, except that an fp32 convolution runs as HF32 on
+    a chip whose CANN default converts Conv-class fp32 to HF32 (`precision.hf32_convs`; MatMul-class ops
+    are not converted by default, so they keep the fp32 rate)."""
+    dtype = matrix_dtype(compute_dtype(op), profile)
+    if (dtype == "fp32" and profile.precision.hf32_convs and profile.cube.tflops_hf32 > 0
+            and op_class(op.type, "cube") in CONV_CLASSES):
+        return "hf32"
+    return dtype
 
 
 def vector_tflops(dtype: str, profile: HardwareProfile) -> float:
@@ -254,7 +271,7 @@ def compute_seconds(op: Op, profile: HardwareProfile) -> float:
         return 0.0
     dtype = compute_dtype(op)
     if op.unit == "cube":
-        return op.flops / (matrix_tflops(dtype, profile) * 1e12 * cube_efficiency(op, profile))
+        return op.flops / (matrix_tflops(cube_dtype(op, profile), profile) * 1e12 * cube_efficiency(op, profile))
     return op.flops / (vector_tflops(dtype, profile) * 1e12
                        * profile.vector.efficiency.at(vector_work_elements((*op.inputs, *op.outputs))))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from hardware.model.comm import level_groups
-from hardware.model.compute import Kernel
+from hardware.model.compute import Kernel, cube_dtype
 from hardware.model.compile_mode import compile_mode
 from hardware.model.host_time import pipeline_workers
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
@@ -35,6 +35,8 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
                if c not in classes}
     if not any(k.unit == "cube" for k in ks):
         unused.add("kernel_classes.memory")
+    if not any(cube_dtype(op, profile) == "hf32" for k in ks for op in k.ops if op.unit == "cube"):
+        unused.add("cube.tflops_hf32")          # read only by fp32 convolutions on an hf32_convs chip
     if settings.devices <= 1:
         unused.add("comm.")
     else:

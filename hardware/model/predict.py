@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from hardware.model.comm import CommTime, gradient_allreduce
-from hardware.model.compute import Kernel, compute_dtype, kernels, matrix_dtype, matrix_tflops
+from hardware.model.compute import Kernel, cube_dtype, kernels, matrix_tflops
 from hardware.model.estimates import estimates_used
 from hardware.model.host_time import (HostCostLike, HostTime, KernelSlot, host_time, kernel_slots,
                                       pipeline_workers)
@@ -99,7 +99,7 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
     for k in ks:
         for op in k.ops:
             if op.unit == "cube":
-                by_dtype[matrix_dtype(compute_dtype(op), profile)] += op.flops
+                by_dtype[cube_dtype(op, profile)] += op.flops
     dtype = max(sorted(by_dtype), key=lambda d: by_dtype[d]) if by_dtype else "fp32"
     return matrix_tflops(dtype, profile)
 

@@ -69,6 +69,7 @@ class MatrixUnit:
     tflops_bf16: float         # 0 = not supported
     tflops_fp32: float         # 0 = no fp32 matrix path (fp32 matrix ops run as fp16)
     efficiency: EfficiencyTable | None = None
+    tflops_hf32: float = 0.0   # HF32 (fp32 range, ~fp16 mantissa): the rate of convs under precision.hf32_convs
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,8 @@ TIP_ESTIMATES = tuple(Estimate(f"tips.{name}", rng["low"], rng["high"], reason) 
 class Precision:
     matrix_fp32_as: str        # "fp32" or "fp16": what an fp32 matrix op really runs as (MindSpore default)
     fuses_casts: bool          # the compiler folds Cast into neighbouring kernels: no Cast kernel, no copy
+    hf32_convs: bool = False   # CANN's default allow_hf32 on this chip: fp32 Conv-class ops run as HF32
+                               # (cube.tflops_hf32), fp32 MatMul-class ops stay fp32
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from msbench.asv_results import load_results
 from msbench.compare import FLAG_ORDER
 from msbench.conditions import mixed, of_record, overloaded
 from msbench.records import Record
-from msbench.report import best, claims, diff, effects, latency, perop, plots, tradeoffs, uncertainty
+from msbench.report import accuracy_widths, best, claims, diff, effects, latency, perop, plots, tradeoffs, uncertainty
 from msbench.report.frame import GIB, brief, has_values
 from msbench.report.load import Inputs, RecordSet, load_inputs
 from msbench.report.section import Figure, Section, Table
@@ -206,6 +206,9 @@ def claims_section(now: RecordSet, options: Options) -> Section:
     missing = [f"{r.claim.key} on {r.target}" for r in results if r.verdict == claims.NO_DATA]
     if missing:
         notes.append("no cells for: " + ", ".join(missing) + " (the 'numbers' column says which cells each needs)")
+    widths = accuracy_widths.widths_table(frame, claims.CLAIMS) if not frame.empty else pd.DataFrame()
+    if not widths.empty:
+        notes.append(accuracy_widths.PROXY_NOTE)
     figures = drawn(options, "Verdict per claim and target", lambda: plots.claims_grid(table))
     intro = ("Evidence = ok cells of the same workload, preset and target that differ only in the knobs a tip names. "
              "A comparison holds when every check holds, does not hold when every measured check fails, else partly; "
@@ -215,7 +218,10 @@ def claims_section(now: RecordSet, options: Options) -> Section:
     return Section("4. Claims", intro, tuple(notes),
                    (Table("Claims", table, links=("cells",)), Table("Thresholds", claims.thresholds_table()),
                     Table("Estimate range ends that change a verdict", uncertainty.flips_table(robust)),
-                    Table("Evidence", claims.evidence_table(results), links=("cells",))), tuple(figures), "claims")
+                    Table("Evidence", claims.evidence_table(results), links=("cells",)),
+                    *([Table("Accuracy deltas the claims read: 95% seed-paired interval half-width per workload (pp)",
+                             widths[accuracy_widths.WIDTH_COLUMNS])] if not widths.empty else [])),
+                   tuple(figures), "claims")
 
 
 def diff_section(sides: Sides, options: Options) -> Section:

@@ -89,6 +89,9 @@ class Claim:
     checks: tuple[Check, ...]
     find: Callable[[pd.DataFrame], Iterator[tuple[pd.Series, ...]]]
     measure: Callable[..., dict[str, float | None]]
+    # (reference, changed) positions, in the rows `find` yields, of the seed-paired accuracy delta a check
+    # reads: the report shows that delta's interval width (msbench.report.accuracy_widths)
+    accuracy_rows: tuple[int, int] | None = None
 
     def evaluate(self, frame: pd.DataFrame) -> list[Evidence]:
         out = []
@@ -247,7 +250,7 @@ CLAIMS: tuple[Claim, ...] = (
            Check("accuracy_loss_pp", "accuracy loss (0 within seed noise)", 1.0, 2.0, higher_is_better=False,
                  unit="pp")),
           pairs({"amp_level": ("O0",)}, {"amp_level": ("O2", "O3")}, free=("loss_scale", "keep_batchnorm_fp32")),
-          amp_measure),
+          amp_measure, accuracy_rows=(0, 1)),
     Claim("graph_mode", "Graph mode beats PyNative mode", "cells with mode pynative and graph, otherwise equal",
           (SPEEDUP_BEATS,), pairs({"mode": ("pynative",)}, {"mode": ("graph",)}), speed),
     Claim("graph_kernel", "Graph-kernel fusion raises throughput",
@@ -273,7 +276,7 @@ CLAIMS: tuple[Claim, ...] = (
                  higher_is_better=False,
                  unit="pp"),
            Check("memory_vs_small", "memory vs the small batch", 1.25, 1.5, higher_is_better=False, unit="ratio")),
-          accumulation_triples, accumulation_measure),
+          accumulation_triples, accumulation_measure, accuracy_rows=(2, 1)),
     Claim("data_parallel", "Data parallelism scales near-linearly to 8 devices",
           "cells with devices 1 and 8, otherwise equal",
           (Check("efficiency", "scaling efficiency at 8", 0.9, 0.7, unit="pct"),),

@@ -164,6 +164,18 @@ def test_other_chips_are_the_910a_tables_scaled_by_datasheet_ratios():
     assert b.kernel_classes.min_kernel_us == pytest.approx(a.kernel_classes.min_kernel_us * a.cube.ghz / b.cube.ghz, rel=1e-2)
 
 
+def test_910b_fp32_cube_rate_is_the_measured_fp32_to_fp16_ratio():
+    """cube.tflops_fp32 and its estimate range on the 910B come from the public fp32 and fp16 torch.mm timings
+    of one run (cube_fp32), not from a guessed fraction of the fp16 peak; a chip nobody measured has none."""
+    from hardware.calibration.cube_fp32 import fp32_rate
+    rate, b = fp32_rate("ascend910b"), load_profile("ascend910b")
+    assert rate is not None and b.cube.tflops_fp32 == rate.value
+    est = next(e for e in b.estimates if e.key == "cube.tflops_fp32")
+    assert (est.low, est.high) == (rate.low, rate.high)
+    assert 0.25 < rate.value / b.cube.tflops_fp16 < 0.3
+    assert fp32_rate("ascend910b4") is None
+
+
 def test_910b_matmul_is_fitted_on_its_public_gemm_timings():
     """The 910B2 torch.mm timings (gemm_bench) set the 910B MatMul table from their smallest work per
     core up: a 4096^3 GEMM is predicted within 10% of its measured time, over twice the 910A-ratio

@@ -33,9 +33,19 @@ def test_key_ignores_speed_knobs_and_follows_numerics(toy_cell):
     assert accuracy_key(toy_cell(overrides={"hidden": 16})) != base
 
 
-def test_accuracy_uses_the_tiny_preset(toy_cell):
-    assert accuracy_preset(toy_cell(preset="wide", overrides={"hidden": 8})) == ("tiny", {})
-    assert accuracy_preset(toy_cell(overrides={"hidden": 8})) == ("tiny", {"hidden": 8})
+def test_accuracy_uses_the_tiny_preset_without_an_accuracy_preset(toy_cell):
+    toy = load_workload(toy_cell().workload)
+    assert accuracy_preset(toy_cell(preset="wide", overrides={"hidden": 8}), toy) == ("tiny", {})
+    assert accuracy_preset(toy_cell(overrides={"hidden": 8}), toy) == ("tiny", {"hidden": 8})
+
+
+@pytest.mark.parametrize("workload", ["resnet50", "yolov8s"])
+def test_full_cells_train_the_accuracy_preset_and_tiny_cells_their_tiny_one(workload):
+    from msbench.cell import Cell
+
+    wl = load_workload(workload)
+    assert accuracy_preset(Cell(workload=workload, preset="full", overrides={"image_size": 320}), wl) == ("accuracy", {})
+    assert accuracy_preset(Cell(workload=workload, preset="tiny", overrides={"epochs": 1}), wl) == ("tiny", {"epochs": 1})
 
 
 def test_sources_of_a_family_package_and_of_a_lone_module(toy_cell):
@@ -69,19 +79,19 @@ def test_a_failed_accuracy_run_is_recorded_not_raised(toy_env, toy_cell):
     assert "accuracy run failed" in record.metrics.extra["accuracy_run"]["reason"]
 
 
-def test_a_full_size_batch_is_a_ratio_for_the_tiny_accuracy_run():
-    from hardware.mindspore.accuracy import accuracy_cell_settings
+def test_a_full_size_batch_is_a_ratio_for_the_accuracy_run():
+    from hardware.mindspore.accuracy import ACCURACY_PRESET, accuracy_cell_settings
     from msbench.cell import Cell
     from workloads.registry import get_workload
 
     wl = get_workload("resnet50")
-    full, tiny = wl.preset("full").batch_size, wl.preset("tiny").batch_size
+    full, tiny = wl.preset("full").batch_size, wl.preset(ACCURACY_PRESET).batch_size
 
     def batch(preset, knobs):
         return accuracy_cell_settings(Cell(workload="resnet50", preset=preset, settings=make_settings(knobs)),
                                       wl).batch_size
 
-    assert batch("full", {}) is None                               # the tiny preset's own batch
+    assert batch("full", {}) is None                               # the accuracy preset's own batch
     assert batch("full", {"batch_size": full}) == tiny
     assert batch("full", {"batch_size": 2 * full}) == 2 * tiny
     assert batch("tiny", {"batch_size": 8}) == 8

@@ -123,8 +123,9 @@ def test_an_ab_pair_is_measured_interleaved(toy_env, toy_cell):
 
 
 def test_seeds_trained_in_one_child_match_seeds_trained_apart(toy_env, toy_cell, monkeypatch, tmp_path):
-    """One child trains a setting's seeds one after another, each with its own network and compile: the
-    numbers must be those of a fresh process per seed (a shared compile cache changed them once)."""
+    """One child trains a setting's seeds one after another on one compiled step, reseeded per seed
+    (workloads.reseed): the numbers must be those of a fresh process per seed (a shared compile cache
+    changed them once)."""
     from hardware.mindspore.accuracy import accuracies_in_subprocess, seed_cells
 
     cells = seed_cells(toy_cell(amp_level="O2", loss_scale="dynamic"), 2)

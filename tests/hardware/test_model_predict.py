@@ -55,6 +55,18 @@ def test_precision_rule_per_chip():
     assert ratio == pytest.approx(B.cube.tflops_fp16 / B.cube.tflops_fp32)
 
 
+def test_fp32_convs_run_as_hf32_on_the_910b_only():
+    """CANN's default allow_hf32 (Atlas A2): fp32 Conv-class ops run as HF32, fp32 MatMuls stay fp32."""
+    def conv(dtype):
+        return dataclasses.replace(matmul(2048, 2048, 2048, dtype), type="Conv2D", scope="Default/net/conv")
+    fp32, fp16 = make_kernel([conv("Float32")], B), make_kernel([conv("Float16")], B)
+    assert fp32.kernel_class == "conv_forward" and B.precision.hf32_convs
+    assert fp32.compute_s / fp16.compute_s == pytest.approx(B.cube.tflops_fp16 / B.cube.tflops_hf32)
+    assert B.cube.tflops_fp32 < B.cube.tflops_hf32 < B.cube.tflops_fp16
+    # the 910A casts fp32 convs to fp16 (allow_fp32_to_fp16): no HF32 path is read
+    assert make_kernel([conv("Float32")], A).compute_s == pytest.approx(make_kernel([conv("Float16")], A).compute_s)
+
+
 def test_gemm_dims_and_tile_padding():
     assert gemm_dims(matmul(64, 256, 32)) == (64, 32, 256)
     # M = 1 fills one 16-row tile: the same Cube work per core, and time, as M = 16.

@@ -35,7 +35,7 @@ MINDYOLO_EXTRA_STATE = 3 + 16
 def test_zoo_names_resolve_to_the_adapter_and_unknown_configs_are_refused():
     workload = registry.get_workload("mindyolo:yolov8m")
     assert workload.name == "mindyolo:yolov8m" and workload.family == "mindyolo"
-    assert sorted(workload.presets()) == ["full", "tiny"]
+    assert sorted(workload.presets()) == ["accuracy", "full", "tiny"]   # its data workload's, at its scale
     assert registry.check_workload("mindyolo:yolov8s") == "mindyolo:yolov8s"     # a zoo name needs no flag
     assert "mindyolo 0.5.0" in registry.workload_origin("mindyolo:yolov8n")
     with pytest.raises(ConfigError, match="mindyolo config='yolov5s'"):
