@@ -235,6 +235,10 @@ def validate_command(args: argparse.Namespace) -> int:
 
     load_profile(args.profile)                  # an unknown name is refused with the names allowed
     check_dir("--out", args.out)                # before any cell runs
+    from hardware.validation.measured import measured_command, wants_measured
+
+    if wants_measured(args):
+        return measured_command(args)           # the user's own runs, on any profile
     real_runs = args.profile in cpu_profiles()
     if real_runs and (args.skip or args.locked):
         raise ConfigError("--skip" if args.skip else "--locked", args.skip[0] if args.skip else True,
