@@ -175,6 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
     p.add_argument("--locked", action="store_true",
                    help="published runs: report the locked part, held out of model work (default: the development part)")
+    p.add_argument("--measured", metavar="FILE", help="your own runs: a .toml/.csv of runs or a TimeMonitor log")
+    p.add_argument("--workload", help="--measured LOG: the logged run's workload (with --preset, --set, --override)")
+    p.add_argument("--preset", help="--measured LOG: the logged run's preset (default: full)")
+    p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="--measured LOG: a knob of the run")
+    p.add_argument("--override", action="append", default=[], metavar="FIELD=VALUE", help="--measured LOG: a preset field")
 
     p = sub.add_parser("report", help="tables and plots from records (and asv results)")
     p.add_argument("inputs", nargs="+", help="run files or directories")

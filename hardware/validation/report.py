@@ -160,9 +160,17 @@ def evaluate(catalogue: Catalogue, profile: str, predictor: Predictor | None = N
     compared = [compare_pair(p, catalogue, results) for p in pairs]
     unexpressible = [{"id": c.id, "chip": c.chip, "why": c.why, "source": c.source}
                      for c in catalogue.cases if not c.expressible]
-    return {"profile": profile, "part": part, "goals": {"step_median_abs_error": STEP_GOAL, "pair_ratio_error": RATIO_GOAL},
-            "summary": summarize(rows, compared), "cases": [asdict(r) for r in rows],
-            "pairs": [asdict(p) for p in compared], "not_expressible": unexpressible}
+    return table_data(profile, part, rows, compared, unexpressible)
+
+
+def table_data(profile: str, part: str, rows: Sequence[CaseResult], pairs: Sequence[PairResult] = (),
+               unexpressible: Sequence[dict[str, Any]] = (), reference: str = "published") -> dict[str, Any]:
+    """The report's plain data (what `render` and `--json` show); `reference` names what the rows are
+    compared with: published figures, or the user's own measured runs."""
+    return {"profile": profile, "part": part, "reference": reference,
+            "goals": {"step_median_abs_error": STEP_GOAL, "pair_ratio_error": RATIO_GOAL},
+            "summary": summarize(rows, pairs), "cases": [asdict(r) for r in rows],
+            "pairs": [asdict(p) for p in pairs], "not_expressible": list(unexpressible)}
 
 
 def pct(x: float | None) -> str:
@@ -189,7 +197,8 @@ def render(data: dict[str, Any]) -> str:
         return f"{'OOM' if r['oom'] else 'fits'} ({'right' if r['oom_verdict_right'] else 'WRONG'})"
 
     out = markdown_table(
-        ["case", "chip (MindSpore)", "published", "model", "step err", "bound", "memory", "assumed"],
+        ["case", "chip (MindSpore)", data.get("reference", "published"), "model", "step err", "bound", "memory",
+         "assumed"],
         [[r["id"], f"{r['chip']} ({r['mindspore']})", figure(r["published"], r["unit"]),
           figure(r["predicted"], r["unit"]) if not r["failed"] else
           (r["failed"] if r["failed"] == SKIPPED else f"failed: {r['failed']}"),
@@ -198,7 +207,9 @@ def render(data: dict[str, Any]) -> str:
     med = "-" if s["step_median_abs_error"] is None else f"{s['step_median_abs_error']:.1%}"
     mean = "-" if s["step_mean_abs_error"] is None else f"{s['step_mean_abs_error']:.1%}"
     skipped = f" ({s['skipped']} skipped)" if s["skipped"] else ""
-    out += ["", f"{data['profile']} ({data.get('part', 'dev')} part): {s['predicted']} of {s['cases']} cases predicted{skipped}; "
+    part = data.get("part", "dev")
+    scope = "measured runs" if part == "measured" else f"{part} part"
+    out += ["", f"{data['profile']} ({scope}): {s['predicted']} of {s['cases']} cases predicted{skipped}; "
             f"median |step-time error| {med} "
             f"(goal <= {data['goals']['step_median_abs_error']:.0%}), mean {mean}, {s['within_goal']} within the goal; "
             f"OOM verdicts right {s['oom_verdicts_right']}/{s['oom_verdicts']}."]

@@ -16,6 +16,7 @@ from typing import Any
 from hardware.model.profile import load_profile
 from hardware.validation.cases import load_catalogue
 from hardware.calibration.cpu_runs import measured_records
+from hardware.validation.measured import measured_command, wants_measured
 from hardware.validation.cpu import REAL_TARGET, RUN_ID, VALIDATION_MATRIX, compare, cpu_profiles, cpu_warning, report
 from hardware.validation.report import evaluate, render
 from msbench.cli import print_table
@@ -79,6 +80,8 @@ def published_command(args: argparse.Namespace) -> int:
 def validate_command(args: argparse.Namespace) -> int:
     load_profile(args.profile)                  # an unknown name is refused with the names allowed
     check_dir("--out", args.out)                # before any cell runs
+    if wants_measured(args):
+        return measured_command(args)           # the user's own runs, on any profile
     real_runs = args.profile in cpu_profiles()
     if real_runs and (args.skip or args.locked):
         raise ConfigError("--skip" if args.skip else "--locked", args.skip[0] if args.skip else True,
