@@ -14,7 +14,8 @@ from msbench.report.section import Section, Table
 
 TITLES = {
     "speedup": "speed-up (×)", "memory_change_pct": "peak memory change (%)",
-    "accuracy_delta_pp": "accuracy Δ (pp)", "moved": "component that moved", "moved_ms": "its change (ms/step)",
+    "accuracy_delta_pp": "accuracy Δ (pp)", "accuracy_ci95_pp": "accuracy Δ 95% interval (pp)",
+    "moved": "component that moved", "moved_ms": "its change (ms/step)",
     "peak_gib": "peak memory (GiB)", "throughput": "throughput (samples/s)", "over_tolerance": "over accuracy tolerance",
     "pareto": "Pareto-optimal", "cell_id": "cell", "admitted": "admissible cells", "step_time_s": "step (s)",
 }
