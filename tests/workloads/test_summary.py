@@ -21,7 +21,7 @@ def test_resnet50_row_is_computed_then_cached(scratch, private_cache, monkeypatc
     row = summary.workload_row("resnet50")
     assert set(row) >= {"name", "family", "presets", "input_shape", "params", "gflops"}
     assert row["name"] == "resnet50" and row["family"] == "resnet"
-    assert row["presets"] == ["full", "tiny"]
+    assert row["presets"] == ["accuracy", "full", "tiny"]
     assert row["input_shape"] == "image 3x224x224"
     assert row["params"] == RESNET50_PARAMS
     assert row["gflops"] == pytest.approx(RESNET50_GFLOPS, rel=0.01)
