@@ -23,6 +23,7 @@ import io
 import json
 import subprocess
 
+from hardware.calibration.profiler_kernels import Kernel
 from hardware.calibration.table import FIELDS, group_kernels
 from msbench.resources import suite_path
 
@@ -71,12 +72,14 @@ def tensor_text(spec: dict) -> str:
 
 
 def run_rows(network: str, batch: int, ops_csv: str, times_csv: str) -> list[dict]:
+    return group_kernels(network, batch, ((k.op_type, k.block_dim, k.inputs, k.outputs, k.duration_us)
+                                          for k in run_kernels(ops_csv, times_csv)))
+
+
+def run_kernels(ops_csv: str, times_csv: str) -> list[Kernel]:
+    """Each kernel of one run that has an AI-Core timing row, in the run file's order (an2022_profiler writes
+    them as a MindSpore Profiler's kernel_details.csv)."""
     times = {r["full_op_name"]: float(r["execution_time"]) for r in csv.DictReader(io.StringIO(times_csv))}
-    return group_kernels(network, batch, run_kernels(ops_csv, times))
-
-
-def run_kernels(ops_csv: str, times: dict[str, float]) -> list[tuple[str, int, str, str, float]]:
-    """(op type, block dim, inputs, outputs, AI-Core µs) of each kernel of one run that has a timing row."""
     kernels = []
     for row in csv.DictReader(io.StringIO(ops_csv)):
         if row["full_op_name"] not in times:
@@ -84,7 +87,9 @@ def run_kernels(ops_csv: str, times: dict[str, float]) -> list[tuple[str, int, s
         info = json.loads(row["op_info"])
         ins = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("input"))
         outs = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("output"))
-        kernels.append((row["op_type"], int(row["block_dim"]), ins, outs, times[row["full_op_name"]] * 1000.0))
+        kernels.append(Kernel(name=row["full_op_name"], op_type=row["op_type"], core="AI_CORE",
+                              block_dim=int(row["block_dim"]), inputs=ins, outputs=outs,
+                              duration_us=times[row["full_op_name"]] * 1000.0, step=""))
     return kernels
 
 

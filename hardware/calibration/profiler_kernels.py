@@ -4,7 +4,7 @@ Two layouts, each read by its documented column names:
 
 - MindSpore's Profiler (2.x): `ASCEND_PROFILER_OUTPUT/kernel_details.csv`, msprof's op_summary with columns
   renamed by mindspore/profiler/analysis/viewer/ascend_kernel_details_viewer.py (Name, Type, Accelerator Core,
-  Duration(us), and an optional Step Id), as CANN's "kernel_details.csv" page describes
+  Duration(us), and an optional Step Id or Step ID), as CANN's "kernel_details.csv" page describes
   (https://www.hiascend.com/document/detail/en/canncommercial/850/devaids/profiling/atlasprofiling_16_1149.html).
 - msprof's own `op_summary_*.csv` (Op Name, OP Type, Task Type, Task Duration(us)), CANN's "op_summary" page
   (https://hiascend.com/document/detail/zh/canncommercial/601/devtools/auxiliarydevtool/atlasprofiling_16_0144.html).
@@ -119,7 +119,7 @@ def read_profiler(folder: Path) -> ProfilerFile:
             name=row[columns["name"]].strip(), op_type=row[columns["type"]].strip(), core=core,
             block_dim=int(number(row, columns["block_dim"], path, line)),
             inputs=tensors_text(row, columns, "in", path, line), outputs=tensors_text(row, columns, "out", path, line),
-            duration_us=number(row, columns["duration"], path, line), step=(row.get("Step Id") or "").strip()))
+            duration_us=number(row, columns["duration"], path, line), step=(row.get("Step Id") or row.get("Step ID") or "").strip()))
     if not kernels:
         raise UserError(f"{path}: no AI Core kernels (Accelerator Core / Task Type in {', '.join(AI_CORES)}); "
                         f"found only {', '.join(f'{n} {c}' for c, n in sorted(skipped.items())) or 'no rows'}")

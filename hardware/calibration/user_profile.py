@@ -18,12 +18,14 @@ from typing import Sequence
 
 from hardware.calibration import flash_bench
 from hardware.calibration.derive import BEGIN, block_text, datasheet, error_line, report, with_block
-from hardware.calibration.kernel_fit import fit_classes
+from hardware.calibration.kernel_fit import fit_classes, table_rows
 from hardware.calibration.profiler_join import Join
 from hardware.calibration.profiler_kernels import ProfilerFile
 from hardware.calibration.table import OPAQUE, Row, group_kernels, read_dtypes, row_from_fields
 from hardware.model.opclass import CUBE_CLASSES, VECTOR_CLASSES
-from hardware.model.profile import PROFILE_DIR, HardwareProfile, KernelClasses
+from hardware.model.profile import PROFILE_DIR, HardwareProfile, KernelClasses, load_profile
+
+Label = tuple[str, float, float, str]      # an estimate's key, range and reason (derive.block_text)
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,22 @@ class Derived:
     lines: list[str]
 
 
-def fit(rows: Sequence[Row], chip: HardwareProfile, chip_name: str) -> tuple[KernelClasses, list]:
-    """derive's fit of a chip's tables on `rows`, plus its flash tables where the chip has public timings."""
-    return flash_bench.with_flash_tables(fit_classes(rows, chip), [], chip, flash_bench.measured_timings(chip_name))
+def fit(rows: Sequence[Row], chip: HardwareProfile, chip_name: str) -> tuple[KernelClasses, list[Label]]:
+    """derive's fit of a chip's tables on `rows`, plus its flash tables where the chip has public timings. A
+    table whose class has no kernel in `rows` (a ResNet profile has no BatchMatMul) stays the shipped chip
+    profile's, labelled an estimate with that profile's range for it (or 0.75-1.25)."""
+    shipped = load_profile(chip_name)
+    kept = [kind for kind, mine in table_rows(rows).items() if not mine]
+    classes = fit_classes(rows, chip, fallback=shipped.kernel_classes if kept else None)
+    ranges = {e.key: e for e in shipped.estimates}
+    labels: list[Label] = []
+    for kind in kept:
+        key = f"kernel_classes.{kind}"
+        own = ranges.get(key)
+        labels.append((key, own.low if own else 0.75, own.high if own else 1.25,
+                       f"no {kind} kernel in the profiled runs: {chip_name}'s shipped table"
+                       + (f" ({own.reason})".replace('"', "'") if own else "")))
+    return flash_bench.with_flash_tables(classes, labels, chip, flash_bench.measured_timings(chip_name))
 
 
 def derive_profile(runs: Sequence[ProfiledRun], chip_name: str, name: str, held_out: Sequence[tuple[str, int]] = (),
