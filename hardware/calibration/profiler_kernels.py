@@ -19,6 +19,7 @@ text (hardware/calibration/table.py), so a profiler output and the An et al. tab
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,15 +145,25 @@ def number(row: dict[str, str], col: str, path: Path, line: int) -> float:
 
 def tensors_text(row: dict[str, str], columns: dict[str, str], side: str, path: Path, line: int) -> str:
     """`dtype:format:shape;...` of one side's tensors (a scalar's empty shape is `1`)."""
-    dtypes, formats = split(row[columns[f"{side}_dtypes"]]), split(row[columns[f"{side}_formats"]])
-    shapes = split(row[columns[f"{side}_shapes"]]) or [""] * len(dtypes)      # one scalar: an empty column
+    try:
+        return tensor_columns_text(row[columns[f"{side}_shapes"]], row[columns[f"{side}_dtypes"]],
+                                   row[columns[f"{side}_formats"]])
+    except ValueError as exc:
+        raise UserError(f"{path} line {line}: {side}put {exc}") from None
+
+
+@functools.lru_cache(maxsize=65536)
+def tensor_columns_text(shapes_text: str, dtypes_text: str, formats_text: str) -> str:
+    """The table text of one side's Shapes, Data Types and Formats columns (a step repeats them: cached)."""
+    dtypes, formats = split(dtypes_text), split(formats_text)
+    shapes = split(shapes_text) or [""] * len(dtypes)      # one scalar: an empty column
     if not (len(shapes) == len(dtypes) == len(formats)):
-        raise UserError(f"{path} line {line}: {len(shapes)} {side}put shapes, {len(dtypes)} data types and "
-                        f"{len(formats)} formats; allowed: one of each per tensor")
+        raise ValueError(f"{len(shapes)} shapes, {len(dtypes)} data types and {len(formats)} formats; "
+                         "allowed: one of each per tensor")
     out = []
     for shape, dtype, fmt in zip(shapes, dtypes, formats):
         if dtype.upper() not in DTYPES:
-            raise UserError(f"{path} line {line}: {side}put data type {dtype!r}; allowed: {', '.join(DTYPES)}")
+            raise ValueError(f"data type {dtype!r}; allowed: {', '.join(DTYPES)}")
         dims = "x".join(d.strip() for d in shape.split(",") if d.strip()) or "1"
         out.append(f"{DTYPES[dtype.upper()]}:{fmt}:{dims}")
     return ";".join(out)
@@ -178,6 +189,7 @@ def write_kernel_details(path: Path, kernels: Iterable[Kernel]) -> None:
             writer.writerow([k.step, k.name, k.op_type, k.core, repr(k.duration_us), k.block_dim, *ins, *outs])
 
 
+@functools.lru_cache(maxsize=65536)
 def columns_of(text: str) -> tuple[str, str, str]:
     """(Shapes, Data Types, Formats) columns of table tensor text."""
     items = [t.split(":") for t in text.split(";") if t]

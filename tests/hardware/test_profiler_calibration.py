@@ -96,3 +96,30 @@ def test_join_counts_per_type_and_takes_an_nd_convs_gemm_from_the_graph():
     by_type = {c.op_type: (c.profiled, c.lowered) for c in j.counts}
     assert by_type == {"Conv2D": (1.0, 1), "ReLU": (0.0, 1), "Relu": (0.5, 0)}
     assert j.gemms == {("Conv2D", 32, conv.inputs, conv.outputs): (1, 8 * 56 * 56, 64, 64 * 9)}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["calibrate", "ascend", "--profiler", "x", "--name", "mine"], "exactly one workload"),
+    (["calibrate", "ascend", "resnet50", "--name", "mine"], "--profiler is missing"),
+    (["calibrate", "ascend", "resnet50", "--profiler", "x", "--name", "My Chip"], "--name 'My Chip'"),
+    (["calibrate", "ascend", "resnet50", "--profiler", "x", "--name", "mine", "--chip", "cpu"], "an NPU profile"),
+    (["calibrate", "ascend", "resnet50", "--profiler", "/nonexistent", "--name", "mine", "--out", "OUT"],
+     "--profiler /nonexistent: no such folder"),
+])
+def test_calibrate_ascend_refuses_bad_input_in_one_line(argv, message, tmp_path, capsys):
+    from msbench.cli import main
+
+    assert main([a.replace("OUT", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_profile_written_with_out_is_found_through_msbench_profiles(tmp_path, monkeypatch):
+    from hardware.model.profile import PROFILES_ENV, profile_names, profile_path
+
+    text = (PROFILE_DIR / "ascend910a.toml").read_text().replace('name = "ascend910a"', 'name = "mine"', 1)
+    (tmp_path / "mine.toml").write_text(text)
+    assert profile_path("mine") is None
+    monkeypatch.setenv(PROFILES_ENV, str(tmp_path))
+    assert profile_path("mine") == tmp_path / "mine.toml" and "mine" in profile_names()
+    assert HardwareProfile.from_toml(profile_path("mine")).name == "mine"
