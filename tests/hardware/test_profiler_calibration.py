@@ -123,3 +123,30 @@ def test_a_profile_written_with_out_is_found_through_msbench_profiles(tmp_path, 
     monkeypatch.setenv(PROFILES_ENV, str(tmp_path))
     assert profile_path("mine") == tmp_path / "mine.toml" and "mine" in profile_names()
     assert HardwareProfile.from_toml(profile_path("mine")).name == "mine"
+
+
+@pytest.mark.slow
+def test_calibrate_ascend_joins_resnet50_runs_to_the_lowered_graph_and_leaves_each_out(tmp_path, capsys, monkeypatch):
+    """The An et al. ResNet-50 runs (bs16/32/64) through the command: the fused conv and BN kernels match the
+    lowering's counts per step, each run is predicted by tables fitted on the other two, and the written profile
+    predicts through MSBENCH_PROFILES."""
+    from hardware.model.profile import PROFILES_ENV
+    from msbench.cli import main
+
+    specs = []
+    for (network, batch), kernels in an2022_kernels().items():
+        if network == "resnet50":
+            write_kernel_details(tmp_path / f"bs{batch}" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", kernels)
+            specs += ["--profiler", f"{tmp_path / f'bs{batch}'}::batch_size={batch}"]
+    knobs = [a for k in ("mode=graph", "jit_level=O2", "amp_level=O2", "loss_scale=static") for a in ("--set", k)]
+    assert main(["calibrate", "ascend", "resnet50", "--chip", "ascend910a", *knobs, *specs, "--name", "an2022-resnet50",
+                 "--out", str(tmp_path / "profiles")]) == 0
+    out = capsys.readouterr().out
+    for kind in ("FusionOp_Conv2D_BNTrainingReduce", "FusionOp_BNTrainingUpdate_ReLUV2", "FusedMulApplyMomentum"):
+        assert any(line.split()[:1] == [kind] and line.split()[1] == line.split()[2] for line in out.splitlines()), kind
+    loro = out.split("leave one run out")[1]
+    assert all(f"resnet50 bs{b}      all" in loro for b in (16, 32, 64))
+    assert "kernel_classes.batch_matmul" in (tmp_path / "profiles" / "an2022-resnet50.toml").read_text()
+    monkeypatch.setenv(PROFILES_ENV, str(tmp_path / "profiles"))
+    assert main(["predict", "resnet50", "--hardware", "an2022-resnet50", "--set", "batch_size=32"]) == 0
+    assert "on an2022-resnet50:" in capsys.readouterr().out
