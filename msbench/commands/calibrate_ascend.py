@@ -16,7 +16,7 @@ from pathlib import Path
 from hardware.calibration.profiler_join import count_lines, join
 from hardware.calibration.profiler_kernels import read_profiler
 from hardware.calibration.user_profile import ProfiledRun, derive_profile
-from hardware.model.profile import PROFILE_DIR, load_profile
+from hardware.model.profile import PROFILE_DIR, HardwareProfile, load_profile
 from msbench.cli import cell_from_args
 from msbench.errors import UserError
 
@@ -36,16 +36,16 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if chip.profile.kind != "npu":
         raise UserError(f"calibrate ascend: --chip {args.chip!r} is a {chip.profile.kind} profile; allowed: an NPU profile")
     out = (Path(args.out) if args.out else PROFILE_DIR) / f"{args.name}.toml"
-    if out.exists() and MARK not in out.read_text():
-        raise UserError(f"calibrate ascend: --name {args.name!r}: {out} exists and was not written by {MARK}; "
-                        "allowed: a new name")
-    runs = label_runs([profiled_run(spec, args, chip) for spec in args.profiler])
-    known = {str(Path(spec.split("::", 1)[0])) for spec in args.profiler}
-    unknown = [d for d in args.hold_out if str(Path(d)) not in known]
+    for path in {out, PROFILE_DIR / f"{args.name}.toml"}:       # a shipped name would also shadow an --out file
+        if path.exists() and MARK not in path.read_text():
+            raise UserError(f"calibrate ascend: --name {args.name!r}: {path} exists and was not written by {MARK}; "
+                            "allowed: a new name")
+    folders = [Path(spec.partition("::")[0]) for spec in args.profiler]
+    unknown = [d for d in args.hold_out if Path(d) not in folders]
     if unknown:
         raise UserError(f"calibrate ascend: --hold-out {unknown[0]!r}; allowed: one of the --profiler folders")
-    held = [run.label for spec, run in zip(args.profiler, runs)
-            if str(Path(spec.split("::", 1)[0])) in {str(Path(d)) for d in args.hold_out}]
+    runs = label_runs([profiled_run(spec, args, chip) for spec in args.profiler])
+    held = [run.label for folder, run in zip(folders, runs) if folder in {Path(d) for d in args.hold_out}]
     for run in runs:
         print(f"run {run.network} bs{run.batch}: {run.source.path} ({run.source.layout}), {len(run.source.kernels)} "
               f"AI Core kernels over {run.steps} step(s)"
@@ -66,7 +66,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def profiled_run(spec: str, args: argparse.Namespace, chip) -> ProfiledRun:
+def profiled_run(spec: str, args: argparse.Namespace, chip: HardwareProfile) -> ProfiledRun:
     """One `--profiler DIR[::KNOB=V,...]`: its kernels, its cell and the join to the cell's lowered graph."""
     from hardware.model.graph import extract_graph          # MindSpore's graph extraction: only when a run is read
     from hardware.model.lowering import lower

@@ -105,6 +105,8 @@ def test_join_counts_per_type_and_takes_an_nd_convs_gemm_from_the_graph():
     (["calibrate", "ascend", "resnet50", "--profiler", "x", "--name", "mine", "--chip", "cpu"], "an NPU profile"),
     (["calibrate", "ascend", "resnet50", "--profiler", "/nonexistent", "--name", "mine", "--out", "OUT"],
      "--profiler /nonexistent: no such folder"),
+    (["calibrate", "ascend", "resnet50", "--profiler", "x", "--name", "ascend910b", "--out", "OUT"],
+     "ascend910b.toml exists and was not written by msbench calibrate ascend"),
 ])
 def test_calibrate_ascend_refuses_bad_input_in_one_line(argv, message, tmp_path, capsys):
     from msbench.cli import main
