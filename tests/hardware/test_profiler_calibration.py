@@ -72,6 +72,13 @@ def test_op_summary_layout_keeps_ai_core_kernels_and_counts_the_rest(tmp_path):
         ("MatMul", 32, "fp16:ND:64x768;fp16:ND:768x768", "fp16:ND:64x768"), ("Cast", 8, "fp32:ND:1", "fp16:ND:1")]
 
 
+def test_kernel_details_steps_come_from_its_step_id_column(tmp_path):
+    k = Kernel("Abs-op1", "Abs", "AI_VECTOR_CORE", 8, "fp16:ND:4x16", "fp16:ND:4x16", 2.5, "10")
+    write_kernel_details(tmp_path / "kernel_details.csv", [k, Kernel(**{**k.__dict__, "step": "9"})])
+    got = read_profiler(tmp_path / "kernel_details.csv")
+    assert got.layout == "kernel_details" and got.steps == ("9", "10") and got.kernels[0] == k
+
+
 def test_a_bad_profiler_file_is_one_line_naming_the_column(tmp_path):
     (tmp_path / "op_summary_0_1.csv").write_text(OP_SUMMARY.replace("Task Duration(us)", "Duration") + "0\n")
     with pytest.raises(UserError, match="no column 'Task Duration\\(us\\)'"):
