@@ -129,6 +129,11 @@ def table_rows(rows: Sequence[Row], blocks: bool = True) -> dict[str, list[Row]]
     return out
 
 
+def unaligned_rows(rows: Sequence[Row], kind: str) -> list[Row]:
+    """The Vector kernels of class `kind` whose innermost dimension is not whole 32-byte blocks."""
+    return [r for r in rows if r.op_type not in OPAQUE and r.gemm is None and not r.aligned and r.kernel_class == kind]
+
+
 def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = True,
                 fallback: KernelClasses | None = None) -> KernelClasses:
     """The tables from the aligned kernels; then, per Vector class, the unaligned kernels' summed
@@ -147,7 +152,7 @@ def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = Tr
     factors = {f"unaligned_{kind}": 1.0 for kind in VECTOR_CLASSES}
     draft = dataclasses.replace(profile, kernel_classes=KernelClasses(min_kernel_us=floor, **factors, **tables))
     for kind in VECTOR_CLASSES if blocks else ():
-        slow = [r for r in usable if r.gemm is None and not r.aligned and r.kernel_class == kind]
+        slow = unaligned_rows(usable, kind)
         predicted = sum(r.count * (predicted_seconds(r, draft) - floor * 1e-6) for r in slow)
         if slow and predicted > 0:
             factors[f"unaligned_{kind}"] = sig(max(1.0, sum(r.count * busy_seconds(r, floor) for r in slow) / predicted))

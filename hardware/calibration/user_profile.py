@@ -18,7 +18,7 @@ from typing import Sequence
 
 from hardware.calibration import flash_bench
 from hardware.calibration.derive import BEGIN, block_text, datasheet, error_line, report, with_block
-from hardware.calibration.kernel_fit import fit_classes, table_rows
+from hardware.calibration.kernel_fit import fit_classes, sig, table_rows, unaligned_rows
 from hardware.calibration.profiler_join import Join
 from hardware.calibration.profiler_kernels import ProfilerFile
 from hardware.calibration.table import OPAQUE, Row, group_kernels, read_dtypes, row_from_fields
@@ -66,17 +66,22 @@ class Derived:
 def fit(rows: Sequence[Row], chip: HardwareProfile, chip_name: str) -> tuple[KernelClasses, list[Label]]:
     """derive's fit of a chip's tables on `rows`, plus its flash tables where the chip has public timings. A
     table whose class has no kernel in `rows` (a ResNet profile has no BatchMatMul) stays the shipped chip
-    profile's, labelled an estimate with that profile's range for it (or 0.75-1.25)."""
+    profile's, labelled an estimate with that profile's range for it (or x0.75-1.25), as does an unaligned
+    factor without unaligned kernels of its class."""
     shipped = load_profile(chip_name)
     kept = [kind for kind, mine in table_rows(rows).items() if not mine]
+    kept += [f"unaligned_{kind}" for kind in VECTOR_CLASSES if not unaligned_rows(rows, kind)]
     classes = fit_classes(rows, chip, fallback=shipped.kernel_classes if kept else None)
     ranges = {e.key: e for e in shipped.estimates}
     labels: list[Label] = []
     for kind in kept:
         key = f"kernel_classes.{kind}"
         own = ranges.get(key)
-        labels.append((key, own.low if own else 0.75, own.high if own else 1.25,
-                       f"no {kind} kernel in the profiled runs: {chip_name}'s shipped table"
+        value = getattr(classes, kind) if kind.startswith("unaligned_") else 1.0   # a table's range is a factor
+        low, high = (own.low, own.high) if own else (sig(max(1.0, value * 0.75)) if value != 1.0 else 0.75,
+                                                     sig(value * 1.25))
+        labels.append((key, low, high,
+                       f"no {kind.replace('unaligned_', 'unaligned ')} kernel in the profiled runs: {chip_name}'s shipped value"
                        + (f" ({own.reason})".replace('"', "'") if own else "")))
     return flash_bench.with_flash_tables(classes, labels, chip, flash_bench.measured_timings(chip_name))
 
