@@ -148,9 +148,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "(workloads/recipes.toml; default) or MindSpore's API defaults")
 
     p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json "
-                                         "(host) or pipeline_modes.json (pipeline-modes)")
-    p.add_argument("what", choices=["host", "pipeline-modes"])
-    p.add_argument("workloads", nargs="*", help="workloads to measure (host: or --all; pipeline-modes: default set)")
+                                         "(host) or pipeline_modes.json (pipeline-modes); fit a profile of your Ascend "
+                                         "chip from its profiler output (ascend)")
+    p.add_argument("what", choices=["host", "pipeline-modes", "ascend"])
+    p.add_argument("workloads", nargs="*", help="workloads to measure (host: or --all; pipeline-modes: default set; "
+                                                "ascend: the profiled cell's workload)")
+    p.add_argument("--profiler", action="append", default=[], metavar="DIR[::KNOB=V,...]",
+                   help="ascend: a profiler output of one run (MindSpore's ASCEND_PROFILER_OUTPUT/kernel_details.csv or "
+                        "msprof's op_summary_*.csv under DIR); after '::' the run's own knobs over --set (repeatable)")
+    p.add_argument("--name", help="ascend: the new profile's name (hardware/profiles/NAME.toml, or --out/NAME.toml)")
+    p.add_argument("--chip", default="ascend910b", help="ascend: the profile whose datasheet part the new one keeps")
+    p.add_argument("--out", help="ascend: write NAME.toml into this folder (then MSBENCH_PROFILES=DIR finds it)")
+    p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                   help="ascend: a knob of the profiled runs, over the workload's recipe (repeatable)")
+    p.add_argument("--hold-out", action="append", default=[], metavar="DIR",
+                   help="ascend: a --profiler folder left out of the fit; its per-op error is printed (repeatable)")
+    p.add_argument("--steps", type=int, default=1,
+                   help="ascend: steps each profiler output covers where its kernels carry no Step Id (default 1)")
     p.add_argument("--all", action="store_true", help="host: re-measure every entry already in the file")
     p.add_argument("--check", action="store_true",
                    help="host: measure nothing: print the scaling law's error on the file's held-out wall-clock points")

@@ -21,9 +21,10 @@ import argparse
 import csv
 import io
 import json
-import statistics
 import subprocess
 
+from hardware.calibration.profiler_kernels import Kernel
+from hardware.calibration.table import FIELDS, group_kernels
 from msbench.resources import suite_path
 
 REPO = "github.com/Huawei-Performance-Model/Ascend-910B"
@@ -56,7 +57,6 @@ RUNS = {
 }
 DTYPE = {"NUMBER_TYPE_FLOAT": "fp32", "NUMBER_TYPE_FLOAT16": "fp16", "NUMBER_TYPE_INT16": "int16", "NUMBER_TYPE_INT32": "int32",
          "NUMBER_TYPE_UINT": "uint8", "NUMBER_TYPE_UINT8": "uint8", "NUMBER_TYPE_BEGIN": "bool"}
-FIELDS = ("network", "batch", "op_type", "block_dim", "count", "duration_us", "inputs", "outputs")
 OUT = suite_path("hardware/calibration/data/an2022_ascend910_ops.csv")
 
 
@@ -72,19 +72,25 @@ def tensor_text(spec: dict) -> str:
 
 
 def run_rows(network: str, batch: int, ops_csv: str, times_csv: str) -> list[dict]:
+    return group_kernels(network, batch, ((k.op_type, k.block_dim, k.inputs, k.outputs, k.duration_us)
+                                          for k in run_kernels(ops_csv, times_csv)))
+
+
+def run_kernels(ops_csv: str, times_csv: str) -> list[Kernel]:
+    """Each kernel of one run that has an AI-Core timing row, in the run file's order (an2022_profiler writes
+    them as a MindSpore Profiler's kernel_details.csv)."""
     times = {r["full_op_name"]: float(r["execution_time"]) for r in csv.DictReader(io.StringIO(times_csv))}
-    groups: dict[tuple, list[float]] = {}
+    kernels = []
     for row in csv.DictReader(io.StringIO(ops_csv)):
         if row["full_op_name"] not in times:
             continue                                  # a few ops have no AI-Core timing row
         info = json.loads(row["op_info"])
         ins = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("input"))
         outs = ";".join(tensor_text(v) for k, v in info.items() if k.startswith("output"))
-        key = (row["op_type"], int(row["block_dim"]), ins, outs)
-        groups.setdefault(key, []).append(times[row["full_op_name"]] * 1000.0)
-    return [{"network": network, "batch": batch, "op_type": t, "block_dim": b, "count": len(d),
-             "duration_us": f"{statistics.median(d):.4f}", "inputs": i, "outputs": o}
-            for (t, b, i, o), d in sorted(groups.items())]
+        kernels.append(Kernel(name=row["full_op_name"], op_type=row["op_type"], core="AI_CORE",
+                              block_dim=int(row["block_dim"]), inputs=ins, outputs=outs,
+                              duration_us=times[row["full_op_name"]] * 1000.0, step=""))
+    return kernels
 
 
 def main(argv: list[str] | None = None) -> int:

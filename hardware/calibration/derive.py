@@ -106,7 +106,8 @@ def report(rows: Sequence[Row], profile: HardwareProfile, fitted: Callable[[Row]
     runs = sorted({(r.network, r.batch) for r in rows})
     fitted_runs = {(r.network, r.batch) for r in rows if fitted(r)}
     for held_out in (False, True):
-        lines.append("fitted rows:" if not held_out else "held-out rows (not fitted):")
+        if any((run in fitted_runs) != held_out for run in runs):
+            lines.append("fitted rows:" if not held_out else "held-out rows (not fitted):")
         for run in runs:
             if (run in fitted_runs) == held_out:
                 continue
@@ -116,6 +117,8 @@ def report(rows: Sequence[Row], profile: HardwareProfile, fitted: Callable[[Row]
                 if sel:
                     lines.append(error_line(f"{run[0]} bs{run[1]}", kind, sel, profile))
     held = [r for r in rows if (r.network, r.batch) not in fitted_runs and r.op_type not in OPAQUE]
+    if not held:
+        return lines
     lines.append("all held-out runs together:")
     for kind, sel in (("all", held), ("cube", [r for r in held if r.gemm is not None]),
                       ("vector", [r for r in held if r.gemm is None])):

@@ -119,26 +119,45 @@ def step_table(grid: Sequence[int], values: Sequence[float]) -> EfficiencyTable:
     return EfficiencyTable(tuple(rows_out))
 
 
-def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = True) -> KernelClasses:
-    """The tables from the aligned kernels; then, per Vector class, the unaligned kernels' summed
-    time over what the aligned tables predict for them (the slowdown factor, at least 1). `blocks=False`
-    (a CPU, which has no 32-byte block unit): every kernel counts as aligned and the factors stay 1."""
+def table_rows(rows: Sequence[Row], blocks: bool = True) -> dict[str, list[Row]]:
+    """The kernels each table is fitted on: per Cube and Vector class its aligned kernels, and `memory`
+    (every aligned Vector kernel). `blocks=False` (a CPU): every kernel counts as aligned."""
     usable = [r for r in rows if r.op_type not in OPAQUE]
     aligned = [r for r in usable if r.gemm is not None or r.aligned or not blocks]
+    out = {kind: [r for r in aligned if r.kernel_class == kind] for kind in (*CUBE_CLASSES, *VECTOR_CLASSES)}
+    out["memory"] = [r for r in aligned if r.gemm is None]
+    return out
+
+
+def unaligned_rows(rows: Sequence[Row], kind: str) -> list[Row]:
+    """The Vector kernels of class `kind` whose innermost dimension is not whole 32-byte blocks."""
+    return [r for r in rows if r.op_type not in OPAQUE and r.gemm is None and not r.aligned and r.kernel_class == kind]
+
+
+def fit_classes(rows: Sequence[Row], profile: HardwareProfile, blocks: bool = True,
+                fallback: KernelClasses | None = None) -> KernelClasses:
+    """The tables from the aligned kernels; then, per Vector class, the unaligned kernels' summed
+    time over what the aligned tables predict for them (the slowdown factor, at least 1). `blocks=False`
+    (a CPU, which has no 32-byte block unit): every kernel counts as aligned and the factors stay 1.
+    `fallback`: the table (and unaligned factor) of a class without kernels to fit is taken from it; without
+    one such a class is an error."""
+    usable = [r for r in rows if r.op_type not in OPAQUE]
     floor = sig(weighted_median([(r.duration_us, r.count) for r in usable if r.nbytes <= FLOOR_BYTES]))
     tables = {}
-    for kind in CUBE_CLASSES:
-        tables[kind] = fit_table([r for r in aligned if r.kernel_class == kind], profile, TILE_GRID, floor)
-    for kind in VECTOR_CLASSES:
-        tables[kind] = fit_table([r for r in aligned if r.kernel_class == kind], profile, BYTES_GRID, floor)
-    tables["memory"] = fit_table([r for r in aligned if r.gemm is None], profile, BYTES_GRID, floor)
+    for kind, mine in table_rows(rows, blocks).items():
+        if not mine and fallback is not None:
+            tables[kind] = fallback.table(kind)
+            continue
+        tables[kind] = fit_table(mine, profile, TILE_GRID if kind in CUBE_CLASSES else BYTES_GRID, floor)
     factors = {f"unaligned_{kind}": 1.0 for kind in VECTOR_CLASSES}
     draft = dataclasses.replace(profile, kernel_classes=KernelClasses(min_kernel_us=floor, **factors, **tables))
     for kind in VECTOR_CLASSES if blocks else ():
-        slow = [r for r in usable if r.gemm is None and not r.aligned and r.kernel_class == kind]
+        slow = unaligned_rows(usable, kind)
         predicted = sum(r.count * (predicted_seconds(r, draft) - floor * 1e-6) for r in slow)
         if slow and predicted > 0:
             factors[f"unaligned_{kind}"] = sig(max(1.0, sum(r.count * busy_seconds(r, floor) for r in slow) / predicted))
+        elif fallback is not None:
+            factors[f"unaligned_{kind}"] = fallback.unaligned(kind)
     return KernelClasses(min_kernel_us=floor, **factors, **tables)
 
 

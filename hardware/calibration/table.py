@@ -11,9 +11,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from hardware.model.compute import cost_work
 from hardware.model.opclass import CUBE_CLASSES, gemm_class, op_class
@@ -22,7 +23,8 @@ from msbench.resources import suite_path
 
 DATA = suite_path("hardware/calibration/data/an2022_ascend910_ops.csv")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
-               "bool": 1}
+               "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1}
+FIELDS = ("network", "batch", "op_type", "block_dim", "count", "duration_us", "inputs", "outputs")
 SWAPPED = {"fp16": "fp32", "fp32": "fp16"}
 BLOCK_FORMATS = ("NC1HWC0", "FracZ", "FRACTAL_Z", "FRACTAL_NZ")
 OPAQUE = ("AtomicAddrClean",)       # its op_info names the buffer it guards, not what it writes
@@ -139,10 +141,26 @@ def parse_tensors(text: str) -> tuple[Tensor, ...]:
 def load_rows(path: Path = DATA) -> list[Row]:
     with open(path, newline="") as fh:
         lines = [line for line in fh if not line.startswith("#")]
-    return [Row(network=r["network"], batch=int(r["batch"]), op_type=r["op_type"], count=int(r["count"]),
-                duration_us=float(r["duration_us"]), inputs=parse_tensors(r["inputs"]),
-                outputs=parse_tensors(r["outputs"]), gemm_dims=parse_gemm(r.get("gemm") or ""))
-            for r in csv.DictReader(lines)]
+    return [row_from_fields(r) for r in csv.DictReader(lines)]
+
+
+def row_from_fields(r: dict[str, str]) -> Row:
+    """One table row from its CSV fields (FIELDS, and the optional `gemm`)."""
+    return Row(network=r["network"], batch=int(r["batch"]), op_type=r["op_type"], count=int(r["count"]),
+               duration_us=float(r["duration_us"]), inputs=parse_tensors(r["inputs"]),
+               outputs=parse_tensors(r["outputs"]), gemm_dims=parse_gemm(r.get("gemm") or ""))
+
+
+def group_kernels(network: str, batch: int, kernels: Iterable[tuple[str, int, str, str, float]]) -> list[dict[str, Any]]:
+    """Table fields of one run's kernels, each (op type, block dim, inputs text, outputs text, µs): identical
+    kernels (same type, block dim and tensors) merged into one row with their count and median duration,
+    which keeps the table small without losing a distinct shape."""
+    groups: dict[tuple[str, int, str, str], list[float]] = {}
+    for op_type, block_dim, ins, outs, duration_us in kernels:
+        groups.setdefault((op_type, block_dim, ins, outs), []).append(duration_us)
+    return [{"network": network, "batch": batch, "op_type": t, "block_dim": b, "count": len(d),
+             "duration_us": f"{statistics.median(d):.4f}", "inputs": i, "outputs": o}
+            for (t, b, i, o), d in sorted(groups.items())]
 
 
 def parse_gemm(text: str) -> tuple[int, int, int, int] | None:

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 import types
@@ -428,17 +429,29 @@ def with_estimate(profile: HardwareProfile, key: str, value: float) -> HardwareP
     return dataclasses.replace(changed, digest=f"{profile.digest}+{key}={value:g}")
 
 
+PROFILES_ENV = "MSBENCH_PROFILES"     # more profile folders (os.pathsep-separated), e.g. `msbench calibrate ascend --out`
+
+
+def profile_dirs() -> list[Path]:
+    """Where profiles are found: the shipped folder, then the folders in $MSBENCH_PROFILES (a user's own
+    profiles, written by `msbench calibrate ascend --out DIR`); a shipped name wins."""
+    return [PROFILE_DIR, *(Path(p) for p in os.environ.get(PROFILES_ENV, "").split(os.pathsep) if p)]
+
+
+def profile_path(name: str) -> Path | None:
+    return next((d / f"{name}.toml" for d in profile_dirs() if (d / f"{name}.toml").is_file()), None)
+
+
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+    return sorted({p.stem for d in profile_dirs() for p in d.glob("*.toml")})
 
 
 @cache
 def load_profile(name: str) -> HardwareProfile:
     """A profile by name (`hardware/profiles/<name>.toml`); the file's `profile.name` must match."""
-    names = profile_names()
-    if name not in names:
-        raise ConfigError("hardware", name, ", ".join(names))
-    path = PROFILE_DIR / f"{name}.toml"
+    path = profile_path(name)
+    if path is None:
+        raise ConfigError("hardware", name, ", ".join(profile_names()))
     profile = HardwareProfile.from_toml(path)
     if profile.name != name:
         raise ConfigError("profile.name", profile.name, name, str(path), rule="must match the file name")

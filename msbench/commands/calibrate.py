@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-COMMANDS = {"host": "hardware.calibration.host_cost", "pipeline-modes": "hardware.calibration.pipeline_modes"}
+COMMANDS = {"host": "hardware.calibration.host_cost", "pipeline-modes": "hardware.calibration.pipeline_modes",
+            "ascend": "msbench.commands.calibrate_ascend"}
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
