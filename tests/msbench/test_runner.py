@@ -168,3 +168,46 @@ def test_a_run_interrupted_during_the_trainings_resumes_them_without_predicting_
     assert support_targets.DeferringTarget.log == [("train", 9)]
     latest = {r.cell_id: r for r in RunStore(result.path).load()}
     assert all(r.metrics.accuracy is not None and r.metrics.accuracy_delta_pp is not None for r in latest.values())
+
+
+LANES = "support_targets:LaneTarget"
+
+
+def test_the_accuracy_phase_trains_two_groups_at_once_and_each_once(tmp_path, support_path):
+    """Two lanes: the baseline's group and the group seeds 7 and 9 share start together (a barrier in the
+    target waits for both), each group trains once, and the faster group's records are written only after
+    the baseline they are compared with, so every delta is there."""
+    import threading
+
+    import support_targets
+
+    support_targets.DeferringTarget.log = []
+    support_targets.LaneTarget.trained = {}
+    support_targets.LaneTarget.barrier = threading.Barrier(2, timeout=10)
+    path = matrix(tmp_path, LANES, [1, 7, 9], accuracy=True)
+    result = run_matrix(path, plugins=(LANES,), out=tmp_path / "runs", progress=False)
+    trained = [entry for entry in support_targets.DeferringTarget.log if entry[0] == "train"]
+    assert sorted(trained) == [("train", 1, 2), ("train", 7, 2)]
+    assert [entry[1] for entry in trained] == [7, 1]                # the baseline's group finished last
+    final = RunStore(result.path).load()[3:]
+    assert final[0].cell.settings.seed == 1                         # ... and was still written first
+    deltas = {r.cell.settings.seed: r.metrics.accuracy_delta_pp for r in final}
+    assert deltas == {1: 0.0, 7: pytest.approx(0.6), 9: pytest.approx(0.6)}
+
+
+def test_an_interrupt_in_one_lane_resumes_only_the_pending_trainings(tmp_path, support_path):
+    import support_targets
+    from msbench.runner import RunInterrupted
+
+    support_targets.DeferringTarget.log = []
+    support_targets.LaneTarget.trained = {}
+    support_targets.LaneTarget.barrier = None
+    support_targets.DeferringTarget.interrupt_seed = 7
+    path = matrix(tmp_path, LANES, [1, 7, 9], accuracy=True)
+    with pytest.raises(RunInterrupted):
+        run_matrix(path, plugins=(LANES,), out=tmp_path / "runs", run_id="r", progress=False)
+    support_targets.DeferringTarget.log = []
+    result = run_matrix(path, plugins=(LANES,), out=tmp_path / "runs", run_id="r", resume=True, progress=False)
+    assert support_targets.DeferringTarget.log == [("train", 7, 2)]
+    latest = {r.cell_id: r for r in RunStore(result.path).load()}
+    assert all(r.metrics.accuracy is not None and r.metrics.accuracy_delta_pp is not None for r in latest.values())
