@@ -10,8 +10,9 @@ run resumes with the trainings still pending. The trainings themselves are cache
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -103,8 +104,12 @@ def add_accuracies(records: Iterable[Record], targets: Mapping[str, Any], baseli
                 finish(r)
                 progress(r)
 
+    stop = threading.Event()                   # set on an interrupt: no lane starts another training
+
     def train(group: list[Record]) -> list[Record]:
         for record in group:                   # the first trains; the others read its cached runs
+            if stop.is_set():
+                break
             record.metrics.extra.pop("accuracy_run", None)
             if lanes > 1:
                 targets[record.cell.target].add_accuracy(record, lanes=lanes)
@@ -118,13 +123,17 @@ def add_accuracies(records: Iterable[Record], targets: Mapping[str, Any], baseli
                 ready(record)
         return
     pool = ThreadPoolExecutor(max_workers=lanes)
+    futures: list[Future[list[Record]]] = []
     try:
         futures = [pool.submit(train, group) for group in plan.groups]
         for future in as_completed(futures):
             for record in future.result():
                 ready(record)
     except BaseException:
-        kill_live_children()                   # an interrupt: the trainings in progress go with it
+        stop.set()
+        while not all(f.done() or f.cancel() for f in futures):
+            kill_live_children()               # an interrupt: the trainings in progress go with it, and a
+            time.sleep(0.1)                    # child a lane started as it came is killed on the next turn
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
