@@ -1,5 +1,5 @@
 """The accuracy phase of a matrix on its own: train every distinct accuracy run its cells need (one child per
-numerics setting, one setting after another, as `msbench run` does after its predictions), and say what it
+numerics setting, as `msbench run` trains them after its predictions: two settings at once on two CPUs), and say what it
 cost and how precise the claims' deltas came out. Writes the committed summary that
 docs/generated/accuracy.md shows (`python -m msbench.docs_gen accuracy`).
 
@@ -24,8 +24,10 @@ from hardware.mindspore.accuracy import BUDGET_FILE
 def accuracy_records(matrix_path: str, seeds: int | None,
                      workloads: Sequence[str] = ()) -> tuple[list[Any], float, float]:
     """The matrix's ok cells on its first target (of `workloads`, default all), each with its accuracy added
-    (cached runs shared), and the wall and CPU seconds that took."""
-    from hardware.mindspore.target import add_accuracy
+    by the accuracy phase `msbench run` uses (cached runs shared, the same lanes and threads), and the wall
+    and CPU seconds that took."""
+    from hardware.model.target import ModelTarget
+    from msbench.accuracy_phase import add_accuracies
     from msbench.matrix_file import load_matrix
     from msbench.records import Record
 
@@ -33,12 +35,13 @@ def accuracy_records(matrix_path: str, seeds: int | None,
     target = matrix.targets[0]
     cells = [e.cell for e in matrix.expand().entries if e.status == "ok" and e.cell.target == target
              and (not workloads or e.cell.workload in workloads)]
+    profile = target.split(":", 1)[1] if target.startswith("model:") else "ascend910b"   # numerics: any will do
+    model = ModelTarget(profile, accuracy=True, accuracy_seeds=seeds or matrix.accuracy_seeds,
+                        accuracy_knobs=matrix.accuracy_knobs, defer_accuracy=True)
     started, cpu = time.monotonic(), process_cpu_s()
-    records = []
-    for cell in cells:
-        record = Record(cell=cell, status="ok")
-        add_accuracy(record, seeds or matrix.accuracy_seeds, matrix.accuracy_knobs)
-        records.append(record)
+    records: list[Any] = []
+    add_accuracies([Record(cell=cell, status="ok") for cell in cells], {target: model}, lambda r: None,
+                   records.append, lambda r: None)
     return records, time.monotonic() - started, process_cpu_s() - cpu
 
 

@@ -210,8 +210,9 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
                 print("predictions (accuracy follows):")
                 print_summary(expansion, list(done.values()) + written, path)
             bar = progress and sys.stdout.isatty()         # a log or a pipe gets a line now and then instead
+            anchors = {r.cell_id: baseline_id(expansion, entries[r.cell_id]) for r in to_train}
             with progress_bar(len(to_train), 0, path, enabled=bar) as advance:
-                add_accuracies(to_train, targets, lambda r: entries[r.cell_id].baseline,
+                add_accuracies(to_train, targets, lambda r: anchors[r.cell_id],
                                lambda r: with_delta(entries[r.cell_id], r),
                                advance if bar or not progress else Lines(len(to_train), "accuracy"))
     except DiskFullError:
@@ -228,6 +229,12 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
             print(rerun_line(len(stale)) + "; against the previous record:")
             print_table(["id", "workload", "label", "previous -> now"], change_rows(stale, written))
     return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending), rerun=len(stale))
+
+
+def baseline_id(expansion: Expansion, entry: Entry) -> str | None:
+    """The id of the cell whose accuracy the entry's delta is read against (None for a baseline)."""
+    base = None if entry.baseline else expansion.baseline_of(entry.cell)
+    return None if base is None else base.id
 
 
 def default_jobs(target_names: Iterable[str], options: Mapping[str, Any], plugins: tuple[str, ...] = ()) -> int:

@@ -15,6 +15,8 @@ by a second network, another global context, or its memory.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -40,6 +42,12 @@ CACHE_KIND = "accuracy"
 ACCURACY_PRESET = "accuracy"
 # What the accuracy phase of the nightly cost and how precise its deltas are (python -m msbench.accuracy_budget).
 BUDGET_FILE = suite_path("hardware") / "calibration" / "data" / "accuracy_budget.json"
+
+
+# An fp16 training costs this many times an fp32 one of the same preset on the CPU backend: estimate, range
+# 2-2.5 (docs/accuracy.md; the budget file's medians mix both). It only orders the accuracy phase's trainings,
+# dearest first, so that two lanes end together; no recorded number depends on it.
+FP16_COST = 2.25
 
 
 @dataclass
@@ -144,11 +152,12 @@ def accuracy_in_subprocess(cell: Cell, timeout: float = 1800.0) -> AccuracyResul
     return accuracies_in_subprocess([cell], timeout)[0]
 
 
-def accuracies_in_subprocess(cells: list[Cell], timeout: float = 1800.0) -> list[AccuracyResult]:
+def accuracies_in_subprocess(cells: list[Cell], timeout: float = 1800.0, threads: int | None = None
+                             ) -> list[AccuracyResult]:
     """The cells' accuracies (the seeds of one setting): cached ones read, the others trained one after
     another in ONE fresh child on one compiled step, re-initialised per seed (workloads.reseed), so
     MindSpore's import, start-up, the compile and the data generation are paid once, not once a seed. Each key's lock is held meanwhile, so
-    a parallel cell sharing a key waits and reads it."""
+    a parallel cell sharing a key waits and reads it. `threads`: the child's CPU op threads (None: the host's)."""
     keys = [accuracy_key(c) for c in cells]
     with contextlib.ExitStack() as held:
         for key in sorted(set(keys)):              # one order for everyone: no deadlock between cells
@@ -158,7 +167,7 @@ def accuracies_in_subprocess(cells: list[Cell], timeout: float = 1800.0) -> list
         fresh: dict[str, dict[str, Any]] = {}
         if todo:
             firsts = [cells[keys.index(k)] for k in todo]
-            for key, result in zip(todo, run_accuracy_child(firsts, timeout)):
+            for key, result in zip(todo, run_accuracy_child(firsts, timeout, threads)):
                 fresh[key] = {**result, "key": key}
                 if result["value"] is not None:       # a run that could not produce a number is not kept
                     cache_put(CACHE_KIND, key, fresh[key])
@@ -178,7 +187,7 @@ def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyRe
     return AccuracyResult(**{**entry, "cached": hit})
 
 
-def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None) -> AccuracyResult:
+def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None, threads: int | None = None) -> AccuracyResult:
     """Train the accuracy preset and evaluate it, in this process (no cache). `built` keeps the compiled step
     of each setting between calls, so the next seed of that setting reuses it (workloads.reseed)."""
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
@@ -197,7 +206,7 @@ def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None) -> Accur
     if reason:
         return AccuracyResult(value=None, metric=workload.metric_name, reason=f"accuracy run impossible: {reason}",
                               preset=preset_name)
-    apply_context(plan_context(settings, "cpu"))
+    apply_context(plan_context(settings, "cpu", threads))
     built = {} if built is None else built
     setting = content_key(cell.workload, preset_name, overrides, unseeded(settings))
     if setting in built:
@@ -213,14 +222,14 @@ def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None) -> Accur
                           preset=preset_name)
 
 
-def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]]:
+def run_accuracy_child(cells: list[Cell], timeout: float, threads: int | None = None) -> list[dict[str, Any]]:
     """`python -m hardware.mindspore.accuracy` on the cells, one after another: their AccuracyResults as
     dicts. The child and its scratch directory die with this process (msbench.child)."""
     # Each seed compiles afresh (a new network in the child): with MindSpore's compile cache shared by the seeds of one setting, the toy
     # workload's AMP O2 + dynamic loss scale run averaged 42% top-1 over seeds 1-3 from an empty cache
     # against > 55% compiled fresh (tests/hardware/test_mindspore_target.py), so a cached compile changes numerics.
-    call = call_child("hardware.mindspore.accuracy", {"cells": [c.to_dict() for c in cells]},
-                      env=child_env(plugin_path=True), timeout=timeout * len(cells),
+    call = call_child("hardware.mindspore.accuracy", {"cells": [c.to_dict() for c in cells], "threads": threads},
+                      env=child_env(plugin_path=True, extra=thread_env(threads)), timeout=timeout * len(cells),
                       scratch_prefix="msbench-accuracy-", around=shared_host)
     workload = cells[0].workload
     if call.result.timed_out:
@@ -229,6 +238,28 @@ def run_accuracy_child(cells: list[Cell], timeout: float) -> list[dict[str, Any]
         raise RuntimeError(f"accuracy run of {workload} failed (exit {call.result.returncode}): "
                            f"{call.result.stderr[-2000:]}")
     return list(call.answer)
+
+
+def training_cost(cell: Cell, seeds: int) -> float:
+    """The CPU seconds the cell's seeds will likely take to train, from the budget file's median for its
+    workload (0 when it has none), to start the dearest trainings first."""
+    median = (budget_medians().get(cell.workload) or 0.0) * seeds
+    return median * (FP16_COST if cell.settings.amp_level not in (None, "O0") else 1.0)
+
+
+@functools.cache
+def budget_medians() -> dict[str, float | None]:
+    """Each workload's median CPU seconds a training in the committed budget file (empty when unreadable)."""
+    try:
+        budget = json.loads(BUDGET_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {name: entry.get("cpu_s_median") for name, entry in budget.get("workloads", {}).items()}
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    """oneDNN's OpenMP threads to match the op threads of a child that shares the host (none: inherited)."""
+    return {} if threads is None else {"OMP_NUM_THREADS": str(threads)}
 
 
 def cpu_seconds() -> float:
@@ -246,7 +277,7 @@ def answer(request: dict[str, Any]) -> list[dict[str, Any]]:
     results = []
     for data in request["cells"]:
         started, cpu = time.monotonic(), cpu_seconds()
-        result = train_and_evaluate(Cell.from_dict(data), built)
+        result = train_and_evaluate(Cell.from_dict(data), built, request.get("threads"))
         result.train_s = round(time.monotonic() - started, 2)
         result.cpu_s = round(cpu_seconds() - cpu, 2)
         results.append(asdict(result))

@@ -184,11 +184,12 @@ def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
     return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
-def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None) -> None:
+def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None,
+                 threads: int | None = None) -> None:
     """Fill metrics.accuracy with the mean over `seeds` (cached) accuracy-preset training runs, seeds
     seed, seed + 1, ...; the per-seed values stay in extra.accuracy_run for the runner's seed-paired
-    delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs. Used by the device-model
-    target too."""
+    delta. `knobs` (the matrix's accuracy_knobs) limits which numerics get runs; `threads`, the child's CPU op
+    threads (None: the host's CPUs). Used by the device-model target too."""
     skipped = not_run_reason(record.cell.settings, knobs)
     if skipped:
         record.metrics.extra["accuracy_run"] = {"reason": skipped}
@@ -196,7 +197,7 @@ def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, 
 
     started = time.monotonic()
     try:
-        results = accuracies_in_subprocess(seed_cells(record.cell, seeds))
+        results = accuracies_in_subprocess(seed_cells(record.cell, seeds), threads=threads)
     except ConfigError as err:   # no tiny-preset equivalent (e.g. 4096 devices as micro-batches)
         record.metrics.extra["accuracy_run"] = {"reason": f"accuracy run impossible: {err}"}
         return

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from hardware.mindspore.accuracy import ACCURACY_SEEDS
+from hardware.mindspore.backend import host_cpus
 from hardware.model.graph import compile_missing_graphs, graph_plan, mindspore_version, missing_graphs, workload_sources
 from hardware.model.llm.predict import cell_parts
 from hardware.model.outcome import predict_plan, refusal_before
@@ -36,6 +37,9 @@ class ModelTarget:
     # host-cost probe, tiny-preset training) that overlap on two cores: two such children at once took
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
+    # Accuracy trainings at once, one op thread each (msbench/accuracy_phase.py): a training's Python data
+    # pipeline and evaluation leave a second op thread of the same child idle much of the time.
+    accuracy_lanes = min(2, os.cpu_count() or 1)
 
     def __init__(self, profile: str, accuracy: bool = False, trace_dir: str | None = None,
                  accuracy_seeds: int = ACCURACY_SEEDS, profile_dir: str | None = None,
@@ -131,8 +135,28 @@ class ModelTarget:
             self.add_accuracy(record)
         return record
 
-    def add_accuracy(self, record: Record) -> None:
-        """The real tiny-preset accuracy of the record's numerics (cached, trained in a child process)."""
+    def accuracy_group(self, record: Record) -> str | None:
+        """The trainings the record's accuracy reads (its first seed's cache key): records with equal groups
+        share them, so the accuracy phase trains each group once. None when the record trains nothing."""
+        from hardware.mindspore.accuracy import accuracy_key, not_run_reason, seed_cells
+
+        if not_run_reason(record.cell.settings, self.accuracy_knobs):
+            return None
+        try:
+            return accuracy_key(seed_cells(record.cell, 1)[0])
+        except ConfigError:
+            return None
+
+    def accuracy_cost(self, record: Record) -> float:
+        """An estimate of the CPU seconds the record's trainings take (the phase starts the dearest first)."""
+        from hardware.mindspore.accuracy import training_cost
+
+        return training_cost(record.cell, self.accuracy_seeds)
+
+    def add_accuracy(self, record: Record, lanes: int = 1) -> None:
+        """The real tiny-preset accuracy of the record's numerics (cached, trained in a child process that
+        takes 1/`lanes` of the host's CPUs: the phase runs `lanes` trainings at once)."""
         from hardware.mindspore.target import add_accuracy
 
-        add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)
+        add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs, threads=None if lanes <= 1 else
+                     max(1, host_cpus() // lanes))

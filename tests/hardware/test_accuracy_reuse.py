@@ -16,3 +16,17 @@ def test_a_reseeded_step_trains_exactly_as_a_fresh_build(toy_env, toy_cell, knob
     assert reused[1]["losses"] == fresh["losses"] and reused[1]["value"] == fresh["value"]
     assert reused[0]["losses"] != fresh["losses"]             # the seed moved init and data order
     assert reused[1]["cpu_s"] > 0 and reused[1]["preset"] == "tiny"
+
+
+def test_fp16_trainings_are_estimated_dearer_than_fp32_and_unknown_workloads_free():
+    from hardware.mindspore.accuracy import FP16_COST, budget_medians, training_cost
+    from msbench.cell import Cell
+    from msbench.settings import make_settings
+
+    def cell(workload, amp):
+        return Cell(workload=workload, preset="full", settings=make_settings({"amp_level": amp}), target="model:ascend910b")
+
+    median = budget_medians()["resnet50"]
+    assert training_cost(cell("resnet50", "O0"), 6) == 6 * median
+    assert training_cost(cell("resnet50", "O2"), 6) == 6 * median * FP16_COST
+    assert training_cost(cell("no-such-workload", "O2"), 6) == 0.0

@@ -132,7 +132,7 @@ def test_a_long_reason_keeps_its_first_line_the_traceback_start_and_the_error():
     assert clip_reason("exit code 1\nshort") == "exit code 1\nshort"
 
 
-DEFERRING = "support_targets:DeferringTarget"
+DEFERRING, LANES = "support_targets:DeferringTarget", "support_targets:LaneTarget"
 
 
 def test_predictions_are_recorded_before_any_accuracy_training(tmp_path, support_path, capsys):
@@ -154,17 +154,46 @@ def test_predictions_are_recorded_before_any_accuracy_training(tmp_path, support
     assert final[7].metrics.accuracy_delta_pp == pytest.approx(0.6) and final[1].metrics.accuracy_delta_pp == 0.0
 
 
-def test_a_run_interrupted_during_the_trainings_resumes_them_without_predicting_again(tmp_path, support_path):
+@pytest.mark.parametrize("target, seed, trained", [(DEFERRING, 9, ("train", 9)), (LANES, 7, ("train", 7, 2))])
+def test_a_run_interrupted_during_the_trainings_resumes_them_without_predicting_again(tmp_path, support_path, target,
+                                                                                     seed, trained):
+    """One training at a time or two (LANES: the interrupt comes in one lane while the other trains): the
+    resumed run trains only what was pending."""
     import support_targets
     from msbench.runner import RunInterrupted
 
     support_targets.DeferringTarget.log = []
-    support_targets.DeferringTarget.interrupt_seed = 9
-    path = matrix(tmp_path, DEFERRING, [1, 7, 9], accuracy=True)
+    support_targets.LaneTarget.trained, support_targets.LaneTarget.barrier = {}, None
+    support_targets.DeferringTarget.interrupt_seed = seed
+    path = matrix(tmp_path, target, [1, 7, 9], accuracy=True)
     with pytest.raises(RunInterrupted):
-        run_matrix(path, plugins=(DEFERRING,), out=tmp_path / "runs", run_id="r", progress=False)
+        run_matrix(path, plugins=(target,), out=tmp_path / "runs", run_id="r", progress=False)
     support_targets.DeferringTarget.log = []
-    result = run_matrix(path, plugins=(DEFERRING,), out=tmp_path / "runs", run_id="r", resume=True, progress=False)
-    assert support_targets.DeferringTarget.log == [("train", 9)]
+    result = run_matrix(path, plugins=(target,), out=tmp_path / "runs", run_id="r", resume=True, progress=False)
+    assert support_targets.DeferringTarget.log == [trained]
     latest = {r.cell_id: r for r in RunStore(result.path).load()}
     assert all(r.metrics.accuracy is not None and r.metrics.accuracy_delta_pp is not None for r in latest.values())
+
+
+
+def test_the_accuracy_phase_trains_two_groups_at_once_and_each_once(tmp_path, support_path):
+    """Two lanes: the baseline's group and the group seeds 7 and 9 share start together (a barrier in the
+    target waits for both), each group trains once, and the faster group's records are written only after
+    the baseline they are compared with, so every delta is there."""
+    import threading
+
+    import support_targets
+
+    support_targets.DeferringTarget.log = []
+    support_targets.LaneTarget.trained = {}
+    support_targets.LaneTarget.barrier = threading.Barrier(2, timeout=10)
+    path = matrix(tmp_path, LANES, [1, 7, 9], accuracy=True)
+    result = run_matrix(path, plugins=(LANES,), out=tmp_path / "runs", progress=False)
+    trained = [entry for entry in support_targets.DeferringTarget.log if entry[0] == "train"]
+    assert sorted(trained) == [("train", 1, 2), ("train", 7, 2)]
+    assert [entry[1] for entry in trained] == [7, 1]                # the baseline's group finished last
+    final = RunStore(result.path).load()[3:]
+    assert final[0].cell.settings.seed == 1                         # ... and was still written first
+    deltas = {r.cell.settings.seed: r.metrics.accuracy_delta_pp for r in final}
+    assert deltas == {1: 0.0, 7: pytest.approx(0.6), 9: pytest.approx(0.6)}
+

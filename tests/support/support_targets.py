@@ -4,6 +4,7 @@ success, crash, hang, exception, out-of-memory and an unsupported knob."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from msbench.cell import Cell
@@ -146,6 +147,34 @@ class DeferringTarget(InlineTarget):
             raise KeyboardInterrupt
         DeferringTarget.log.append(("train", seed))
         record.metrics.accuracy = 0.5 + seed / 1000
+
+
+class LaneTarget(DeferringTarget):
+    """A DeferringTarget whose accuracy phase runs two trainings at once (like the device model): seeds 7 and 9
+    share their trainings (one group), and the first training of each group waits at a barrier until the other
+    group's has started too, so a phase that trained one at a time would time out there. The baseline's
+    training (seed 1) is the slower one, so the other group finishes first. `interrupt_seed` raises a
+    KeyboardInterrupt in its lane, once."""
+
+    accuracy_lanes = 2
+    barrier: threading.Barrier | None = None
+    trained: dict[str, float] = {}
+
+    def accuracy_group(self, record: Record) -> str:
+        return "base" if record.cell.settings.seed == 1 else "odd"
+
+    def add_accuracy(self, record: Record, lanes: int = 1) -> None:
+        seed, group = record.cell.settings.seed, self.accuracy_group(record)
+        if seed == DeferringTarget.interrupt_seed:
+            DeferringTarget.interrupt_seed = None
+            raise KeyboardInterrupt
+        if group not in LaneTarget.trained:
+            if LaneTarget.barrier is not None:
+                LaneTarget.barrier.wait()
+            time.sleep(0.3 if seed == 1 else 0.0)
+            LaneTarget.trained[group] = 0.5 + seed / 1000
+            DeferringTarget.log.append(("train", seed, lanes))
+        record.metrics.accuracy = LaneTarget.trained[group]
 
 
 class NodeOnlyError(Exception):
