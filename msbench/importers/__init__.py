@@ -1,0 +1,22 @@
+"""Config importers: a user's own training config (MindFormers YAML) as a cell's workload, preset, overrides
+and knobs, with every field accounted for (msbench/importers/fields.py). `msbench predict --config FILE` and a
+matrix workload's `config = "FILE"` read configs through `import_config`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from msbench.errors import UserError
+from msbench.importers.fields import ImportedConfig
+from msbench.importers.mindformers import import_mindformers, is_mindformers
+from msbench.importers.yaml_file import load_yaml
+
+FORMATS = "a MindFormers training config (model.model_config, parallel_config, runner_config, context ...)"
+
+
+def import_config(path: str | Path) -> ImportedConfig:
+    """The cell a config file describes; a file of no known format is one line naming what is read."""
+    data = load_yaml(path)
+    if is_mindformers(data):
+        return import_mindformers(data, str(path))
+    raise UserError(f"{path}: not a config msbench reads; allowed: {FORMATS}")
