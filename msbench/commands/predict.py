@@ -11,6 +11,7 @@ across runs, processes, thread counts and machines for the same inputs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from hardware.model.outcome import predict_cell
@@ -52,6 +53,15 @@ def config_cell(args: argparse.Namespace, target: str) -> tuple[Cell, ImportedCo
     return cell, imported
 
 
+def graph_parameters(cell: Cell, profile: str) -> int:
+    """Trainable parameters of a network the importer cannot count from its config (a mindcv model): those of
+    the op graph the prediction just read (from the cache)."""
+    from hardware.model.inputs import plan_graph
+    from hardware.model.plan import resolve
+
+    return plan_graph(resolve(cell, profile), compile_missing=False).param_count
+
+
 def predict_command(args: argparse.Namespace) -> int:
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
     if args.trace is not None:
@@ -64,6 +74,8 @@ def predict_command(args: argparse.Namespace) -> int:
     else:
         cell = cell_from_args(args, f"model:{args.hardware}")
     prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
+    if imported is not None and imported.parameters is None:
+        imported = dataclasses.replace(imported, parameters=graph_parameters(cell, args.hardware))
     if args.trace is not None:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 

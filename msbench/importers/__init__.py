@@ -1,4 +1,4 @@
-"""Config importers: a user's own training config (MindFormers YAML) as a cell's workload, preset, overrides
+"""Config importers: a user's own training config (MindFormers or mindcv YAML) as a cell's workload, preset, overrides
 and knobs, with every field accounted for (msbench/importers/fields.py). `msbench predict --config FILE` and a
 matrix workload's `config = "FILE"` read configs through `import_config`."""
 
@@ -8,10 +8,12 @@ from pathlib import Path
 
 from msbench.errors import UserError
 from msbench.importers.fields import ImportedConfig
+from msbench.importers.mindcv import import_mindcv, is_mindcv
 from msbench.importers.mindformers import import_mindformers, is_mindformers
 from msbench.importers.yaml_file import load_yaml
 
-FORMATS = "a MindFormers training config (model.model_config, parallel_config, runner_config, context ...)"
+FORMATS = ("a MindFormers training config (model.model_config, parallel_config, runner_config, context ...) or a "
+           "mindcv one (model, batch_size, image_resize, amp_level, opt, scheduler ...)")
 
 
 def import_config(path: str | Path) -> ImportedConfig:
@@ -19,4 +21,6 @@ def import_config(path: str | Path) -> ImportedConfig:
     data = load_yaml(path)
     if is_mindformers(data):
         return import_mindformers(data, str(path))
+    if is_mindcv(data):
+        return import_mindcv(data, str(path))
     raise UserError(f"{path}: not a config msbench reads; allowed: {FORMATS}")

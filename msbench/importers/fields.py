@@ -47,7 +47,9 @@ class ImportedConfig:
     def summary_lines(self) -> list[str]:
         """What `msbench predict --config` prints above the prediction: the cell, the parameter count, the
         knobs, and every field not modelled, grouped by reason."""
-        count = f", {self.parameters / 1e9:.2f} B parameters ({self.parameters:,})" if self.parameters else ""
+        size = "" if not self.parameters else f"{self.parameters / 1e9:.2f} B" if self.parameters >= 1e9 else \
+            f"{self.parameters / 1e6:.1f} M"
+        count = f", {size} parameters ({self.parameters:,})" if self.parameters else ""
         lines = [f"config: {self.file} ({self.format}): {self.workload} ({self.preset}){count}; --set over it",
                  f"  network: {self.shape_note}",
                  "  knobs: " + (", ".join(f"{k}={_text(v)}" for k, v in sorted(self.knobs.items())) or "none")]
@@ -118,7 +120,7 @@ class ConfigFields:
         """A knob the target would refuse is left at its default: each field that set it becomes not modelled."""
         for path, use in list(self.uses.items()):
             if use.use == KNOB and use.to.partition("=")[0] == knob:
-                why = reason.removeprefix(use.to.split(" ")[0] + ": ")
+                why = reason.removeprefix(use.to.split(" ")[0] + ": ").removesuffix("; leave it at its default")
                 self.uses[path] = FieldUse(path, use.value, NOT_MODELLED, f"{use.to} left at its default: {why}")
 
     def account(self, reasons: Mapping[str, str]) -> tuple[FieldUse, ...]:

@@ -178,3 +178,18 @@ def test_the_json_prediction_carries_the_config_and_its_parameter_count(monkeypa
     assert out["config"]["parameters"] == 6_243_584_000 and out["config"]["format"] == "mindformers"
     assert out["config"]["file"].endswith("mindformers_glm3_6b.yaml") and out["recipe"] is None
     assert any(f["use"] == NOT_MODELLED for f in out["config"]["fields"])
+
+
+def test_a_mindcv_config_is_a_cell_of_the_mindcv_adapter():
+    pytest.importorskip("mindcv", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
+    path = CONFIGS / "mindcv_resnet50.yaml"
+    imported = import_config(path)
+    assert (imported.workload, imported.preset, dict(imported.overrides)) == ("mindcv:resnet50", "full", {})
+    assert {f.path: f.to for f in imported.fields}["image_resize"] == "image_size=224"
+    assert dict(imported.knobs) == {"mode": "graph", "batch_size": 64, "workers": 8, "sink": True, "amp_level": "O2",
+                                    "loss_scale": "static", "lr_schedule": "cosine"}
+    fields = {f.path: f for f in imported.fields}
+    assert [f.path for f in imported.fields] == list(flatten(load_yaml(path)))
+    assert [p for p, f in fields.items() if f.to == UNKNOWN] == []
+    assert fields["distribute"].use == NOT_MODELLED and "--set devices=N" in fields["distribute"].to
+    assert fields["opt"].use == KNOB and fields["hflip"].use == NOT_MODELLED
