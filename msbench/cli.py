@@ -141,14 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="predict one cell on the device model (a workload, or your own config)",
                        description="Predict one cell: WORKLOAD [--preset] [--set] [--override], or --config FILE, "
-                                   "your own MindFormers training YAML, whose network, parallel layout, recompute, "
-                                   "precision, batch and context become the cell (--set and --override go over "
-                                   "it); every field of the file is listed as mapped or not modelled, with why.")
+                                   "your own MindFormers, mindcv or mindyolo training YAML, whose network, parallel "
+                                   "layout, recompute, precision, batch and context become the cell (--set and "
+                                   "--override go over it); every field of the file is listed as mapped or not "
+                                   "modelled, with why (docs/your-config.md).")
     add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None,
                      workload_optional=True)
     p.add_argument("--config", metavar="FILE.yaml",
-                   help="your MindFormers training config (model.model_config, parallel_config, recompute_config, "
-                        "runner_config, context, optimizer ...) instead of WORKLOAD: docs/your-config.md")
+                   help="your training config instead of WORKLOAD: MindFormers (model.model_config, "
+                        "parallel_config, recompute_config, runner_config, context ...), mindcv or mindyolo")
     p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
     p.add_argument("--trace", metavar="FILE", help="also write the predicted step as a Chrome trace (Perfetto)")
     p.add_argument("--scenario", default="train", choices=["train", "inference"],

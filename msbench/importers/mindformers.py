@@ -213,14 +213,15 @@ def network_shape(f: ConfigFields, where: str) -> dict[str, Any]:
     f.preset(MC + "hidden_dropout_prob", "dropout", float(dropout))
     for key in ("post_layer_norm", "apply_residual_connection_post_layernorm"):
         f.skip(MC + key, "pre-norm blocks and a final norm: the decoder's layout either way")
-    if f.has(MC + "rope_ratio") or f.get(MC + "type") == "ChatGLM2Config":
-        f.skip(MC + "rope_ratio", NUMERICS_ONLY)
+    f.skip(MC + "rope_ratio", NUMERICS_ONLY)
     head_dim = hidden // heads
     if f.has(MC + "kv_channels") and f.get(MC + "kv_channels") != head_dim:
         raise ConfigError(MC + "kv_channels", f.get(MC + "kv_channels"), f"hidden_size / num_heads = {head_dim} "
                           "(msbench's decoder derives the head dimension)", where)
     f.preset(MC + "kv_channels", "head_dim", head_dim, " (d_model / heads: checked, not a field)")
-    f.preset(MC + "type", "family", "decoder-only LLM", " (its fields are read as the shape)")
+    glm = " (ChatGLM rotates half of each head's dimensions: costed as rotating all of them)" \
+        if f.get(MC + "type") == "ChatGLM2Config" else ""
+    f.preset(MC + "type", "family", "decoder-only LLM", f" (its fields are read as the shape){glm}")
     return {"layers": layers, "d_model": hidden, "heads": heads, "kv_heads": kv_heads, "ff_dim": ff_dim,
             "vocab_size": vocab, "seq_len": seq, "mlp": mlp, "norm": norm, "positions": "rotary", "tied": tied,
             "qkv_bias": bool(qkv_bias), "max_positions": 0, "dropout": float(dropout)}

@@ -1,6 +1,7 @@
 """Reading a YAML config the way its framework does: PyYAML's safe loader (MindFormers, mindcv and mindyolo
-all read theirs with yaml.safe_load), plus MindFormers' `base_config` inheritance (a file or list of files
-beside it, merged first; the file's own keys override theirs, table by table)."""
+all read theirs with yaml.safe_load), plus MindFormers' `base_config` and mindyolo's `__BASE__` inheritance
+(a file or list of files relative to it, merged first in order; the file's own keys override theirs, table
+by table)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 
 from msbench.errors import UserError
 
-BASE_KEY = "base_config"      # MindFormers' tools/register/config.py BASE_CONFIG
+BASE_KEYS = ("base_config", "__BASE__")     # MindFormers' tools/register/config.py BASE_CONFIG; mindyolo's
 MAX_BASE_DEPTH = 8
 
 
@@ -42,11 +43,14 @@ def load_yaml(path: str | Path, depth: int = 0) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{path}: a config is a YAML mapping of sections (model, context, ...), not "
                         f"{type(data).__name__}")
-    bases = data.pop(BASE_KEY, [])
-    bases = bases if isinstance(bases, list) else [bases]
+    bases = [name for key in BASE_KEYS for name in _listed(data.pop(key, []))]
     if bases and depth >= MAX_BASE_DEPTH:
-        raise UserError(f"{path}: {BASE_KEY} nests deeper than {MAX_BASE_DEPTH} files (a loop?)")
+        raise UserError(f"{path}: {' / '.join(BASE_KEYS)} nests deeper than {MAX_BASE_DEPTH} files (a loop?)")
     base: dict[str, Any] = {}
     for name in bases:
-        base.update(load_yaml(path.parent / str(name), depth + 1))
+        base = merged(load_yaml(path.parent / str(name), depth + 1), base)
     return merged(data, base)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

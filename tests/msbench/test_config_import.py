@@ -193,3 +193,26 @@ def test_a_mindcv_config_is_a_cell_of_the_mindcv_adapter():
     assert [p for p, f in fields.items() if f.to == UNKNOWN] == []
     assert fields["distribute"].use == NOT_MODELLED and "--set devices=N" in fields["distribute"].to
     assert fields["opt"].use == KNOB and fields["hflip"].use == NOT_MODELLED
+
+
+def test_a_mindyolo_config_with_its_base_files_is_a_cell_of_the_mindyolo_adapter():
+    pytest.importorskip("mindyolo", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
+    path = CONFIGS / "mindyolo" / "yolov8s.yaml"
+    imported = import_config(path)
+    assert (imported.workload, imported.preset, dict(imported.overrides)) == ("mindyolo:yolov8s", "full", {})
+    assert dict(imported.knobs) == {"mode": "graph", "batch_size": 32, "amp_level": "O2", "sink": True,
+                                    "workers": 8, "loss_scale": "dynamic"}
+    fields = {f.path: f for f in imported.fields}
+    assert set(fields) == set(flatten(load_yaml(path))) and len(fields) == len(imported.fields)
+    assert [p for p, f in fields.items() if f.to == UNKNOWN] == []
+    assert fields["network.width_multiple"].to == "workload=mindyolo:yolov8s"
+
+
+def test_a_mindyolo_scale_msbench_has_no_adapter_for_is_one_line(tmp_path):
+    pytest.importorskip("mindyolo", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
+    for name in ("yolov8-base.yaml", "hyp.yaml"):
+        (tmp_path / name).write_text((CONFIGS / "mindyolo" / name).read_text())
+    (tmp_path / "odd.yaml").write_text("__BASE__: ['./hyp.yaml', './yolov8-base.yaml']\nnetwork:\n"
+                                       "  depth_multiple: 0.33\n  width_multiple: 0.40\n  max_channels: 1024\n")
+    with pytest.raises(ConfigError, match="network.depth_multiple / width_multiple / max_channels"):
+        import_config(tmp_path / "odd.yaml")
