@@ -138,5 +138,34 @@ class ConfigFields:
         return tuple(out)
 
 
+class Knobs(dict):
+    """The knobs an importer gathers, each recorded as the use of the field that set it."""
+
+    def __init__(self, fields: ConfigFields) -> None:
+        super().__init__()
+        self.fields = fields
+
+    def put(self, path: str | None, knob: str, value: Any, how: str = "") -> None:
+        self[knob] = value
+        self.fields.knob(path, knob, value, how)
+
+    def copy_fields(self, pairs: tuple[tuple[str, str], ...]) -> None:
+        """Each (path, knob) the config has, its value as it is."""
+        for path, knob in pairs:
+            if self.fields.has(path):
+                self.put(path, knob, self.fields.get(path))
+
+    def named(self, path: str, table: Mapping[Any, Any], knob: str) -> None:
+        """The knob value `table` gives the field's name (case-insensitive); a name it lacks is not modelled."""
+        if not self.fields.has(path):
+            return
+        value = self.fields.get(path)
+        found = table.get(value.lower() if isinstance(value, str) else value)
+        if found is None:
+            self.fields.skip(path, f"no msbench {knob} is this one (known: {', '.join(map(str, table))})")
+        else:
+            self.put(path, knob, found)
+
+
 def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)

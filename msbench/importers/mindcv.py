@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from msbench.errors import ConfigError
-from msbench.importers.fields import ConfigFields, ImportedConfig, flatten
+from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
 from msbench.importers.settle import settle
 from msbench.settings import DEFAULTS
 from workloads.registry import get_workload
@@ -53,43 +53,23 @@ def is_mindcv(data: Mapping[str, Any]) -> bool:
 
 
 def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
-    knobs: dict[str, Any] = {}
-
-    def put(path: str, knob: str, value: Any) -> None:
-        knobs[knob] = value
-        f.knob(path, knob, value)
-
-    if f.has("mode"):
-        if f.get("mode") not in MODES:
-            raise ConfigError("mode", f.get("mode"), "0 (GRAPH_MODE) or 1 (PYNATIVE_MODE)", where)
-        put("mode", "mode", MODES[f.get("mode")])
-    for key, knob in (("batch_size", "batch_size"), ("num_parallel_workers", "workers"),
-                      ("drop_remainder", "drop_remainder"), ("dataset_sink_mode", "sink"), ("amp_level", "amp_level"),
-                      ("gradient_accumulation_steps", "grad_accum"), ("seed", "seed")):
-        if f.has(key):
-            put(key, knob, f.get(key))
-    if f.has("opt"):
-        opt = OPTIMIZERS.get(str(f.get("opt")).lower())
-        if opt is None:
-            f.skip("opt", f"no msbench optimizer is this one (known: {', '.join(OPTIMIZERS)})")
-        else:
-            put("opt", "optimizer", opt)
-    if f.has("scheduler"):
-        schedule = SCHEDULES.get(str(f.get("scheduler")).lower())
-        if schedule is None:
-            f.skip("scheduler", f"no msbench lr_schedule is this one (known: {', '.join(SCHEDULES)})")
-        else:
-            put("scheduler", "lr_schedule", schedule)
+    knobs = Knobs(f)
+    if f.has("mode") and f.get("mode") not in MODES:
+        raise ConfigError("mode", f.get("mode"), "0 (GRAPH_MODE) or 1 (PYNATIVE_MODE)", where)
+    knobs.named("mode", MODES, "mode")
+    knobs.copy_fields((("batch_size", "batch_size"), ("num_parallel_workers", "workers"),
+                       ("drop_remainder", "drop_remainder"), ("dataset_sink_mode", "sink"), ("amp_level", "amp_level"),
+                       ("gradient_accumulation_steps", "grad_accum"), ("seed", "seed")))
+    knobs.named("opt", OPTIMIZERS, "optimizer")
+    knobs.named("scheduler", SCHEDULES, "lr_schedule")
     kind, scale = str(f.get("loss_scale_type", "fixed")).lower(), f.get("loss_scale", 1.0)
     loss_scale = "dynamic" if kind in ("dynamic", "auto") else "static" if scale != 1 else "none"
     for key in ("loss_scale_type", "loss_scale"):
         if f.has(key):
-            put(key, "loss_scale", loss_scale)
-    if f.get("clip_grad"):
-        put("clip_grad", "grad_clip", "global_norm")      # mindcv clips with ops.clip_by_global_norm
-    elif f.has("clip_grad"):
-        f.knob("clip_grad", "grad_clip", "none")
-    return knobs
+            knobs.put(key, "loss_scale", loss_scale)
+    if f.has("clip_grad"):      # mindcv clips with ops.clip_by_global_norm
+        knobs.put("clip_grad", "grad_clip", "global_norm" if f.get("clip_grad") else "none")
+    return dict(knobs)
 
 
 def import_mindcv(data: Mapping[str, Any], file: str) -> ImportedConfig:

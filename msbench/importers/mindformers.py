@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from hardware.capabilities import Facts
 from msbench.errors import ConfigError, UserError
-from msbench.importers.fields import ConfigFields, ImportedConfig, flatten
+from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
 from msbench.importers.settle import settle
 from msbench.settings import DEFAULTS
 from workloads.registry import get_workload
@@ -242,11 +242,8 @@ def match_workload(shape: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
 
 def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
     """The knobs the config's runner, parallel, recompute, context, optimizer and precision fields give."""
-    knobs: dict[str, Any] = {}
-
-    def put(path: str | None, knob: str, value: Any, how: str = "") -> None:
-        knobs[knob] = value
-        f.knob(path, knob, value, how)
+    knobs = Knobs(f)
+    put = knobs.put
 
     mode = MODES.get(_key(f.get("context.mode", 0)))
     if mode is None:
@@ -286,7 +283,7 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
         put("parallel_config.data_parallel", "devices", dp * tp * pp, " (data x model x pipeline parallel)")
         f.knob("parallel_config.model_parallel", "tensor_parallel", tp)
         f.knob("parallel_config.pipeline_stage", "pipeline_stages", pp)
-        knobs.update(tensor_parallel=tp, pipeline_stages=pp)
+        knobs.update(tensor_parallel=tp, pipeline_stages=pp)      # recorded above, with the fields' own text
         raw_mode = f.get("parallel.parallel_mode", 1)
         pmode = PARALLEL_MODES.get(_key(raw_mode))
         if pmode is None:
@@ -336,18 +333,8 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
     if f.get("runner_wrapper.use_clip_grad"):
         put("runner_wrapper.use_clip_grad", "grad_clip", "global_norm")
     put(MC + "use_flash_attention", "flash_attention", bool(f.get(MC + "use_flash_attention", False)))
-    if f.has("optimizer.type"):
-        opt = OPTIMIZERS.get(_key(f.get("optimizer.type")))
-        if opt is None:
-            f.skip("optimizer.type", f"no msbench optimizer is this one (known: {', '.join(sorted(OPTIMIZERS))})")
-        else:
-            put("optimizer.type", "optimizer", opt)
-    if f.has("lr_schedule.type"):
-        schedule = LR_SCHEDULES.get(_key(f.get("lr_schedule.type")))
-        if schedule is None:
-            f.skip("lr_schedule.type", f"no msbench lr_schedule is this one (known: {', '.join(sorted(LR_SCHEDULES))})")
-        else:
-            put("lr_schedule.type", "lr_schedule", schedule)
+    knobs.named("optimizer.type", OPTIMIZERS, "optimizer")
+    knobs.named("lr_schedule.type", LR_SCHEDULES, "lr_schedule")
     workers = f.get("train_dataset.num_parallel_workers")
     if workers is not None:
         put("train_dataset.num_parallel_workers", "workers", workers)
@@ -358,7 +345,7 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
     if f.has("train_dataset.data_loader.type"):
         source = "mindrecord" if _key(f.get("train_dataset.data_loader.type")) == "minddataset" else "generator"
         put("train_dataset.data_loader.type", "data_format", source)
-    return knobs
+    return dict(knobs)
 
 
 def is_mindformers(data: Mapping[str, Any]) -> bool:

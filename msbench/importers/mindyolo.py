@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from msbench.errors import ConfigError
-from msbench.importers.fields import ConfigFields, ImportedConfig, flatten
+from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
 from msbench.importers.settle import settle
 from msbench.settings import DEFAULTS
 from workloads.registry import get_workload
@@ -26,6 +26,7 @@ ADAPTER_DATA = ("the mindyolo adapter feeds msbench's YOLOv8 data, augmentations
 EVAL = "evaluation and NMS settings: not part of a training step"
 MODES = {0: "graph", 1: "pynative"}
 OPTIMIZERS = {"momentum": "momentum", "sgd": "momentum", "adam": "adam", "adamw": "adamw"}
+LOSS_SCALERS = {"static": "static", "dynamic": "dynamic", "none": "none"}
 
 REASONS: dict[str, str] = {
     "network.backbone": "the adapter builds mindyolo's YOLOv8 layer table (workloads/zoo/mindyolo.toml) at the "
@@ -76,35 +77,18 @@ def scale_name(f: ConfigFields, where: str) -> str:
 
 
 def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
-    knobs: dict[str, Any] = {}
-
-    def put(path: str, knob: str, value: Any) -> None:
-        knobs[knob] = value
-        f.knob(path, knob, value)
-
-    if f.has("ms_mode"):
-        if f.get("ms_mode") not in MODES:
-            raise ConfigError("ms_mode", f.get("ms_mode"), "0 (GRAPH_MODE) or 1 (PYNATIVE_MODE)", where)
-        put("ms_mode", "mode", MODES[f.get("ms_mode")])
-    for key, knob in (("per_batch_size", "batch_size"), ("ms_amp_level", "amp_level"), ("ms_datasink", "sink"),
-                      ("ms_enable_graph_kernel", "graph_kernel"), ("accumulate", "grad_accum"),
-                      ("data.num_parallel_workers", "workers")):
-        if f.has(key):
-            put(key, knob, f.get(key))
-    if f.has("ms_loss_scaler"):
-        scaler = str(f.get("ms_loss_scaler")).lower()
-        put("ms_loss_scaler", "loss_scale", scaler if scaler in ("static", "dynamic") else "none")
-    if f.get("clip_grad"):
-        put("clip_grad", "grad_clip", "global_norm")
-    elif f.has("clip_grad"):
-        f.knob("clip_grad", "grad_clip", "none")
-    if f.has("optimizer.optimizer"):
-        opt = OPTIMIZERS.get(str(f.get("optimizer.optimizer")).lower())
-        if opt is None:
-            f.skip("optimizer.optimizer", f"no msbench optimizer is this one (known: {', '.join(OPTIMIZERS)})")
-        else:
-            put("optimizer.optimizer", "optimizer", opt)
-    return knobs
+    knobs = Knobs(f)
+    if f.has("ms_mode") and f.get("ms_mode") not in MODES:
+        raise ConfigError("ms_mode", f.get("ms_mode"), "0 (GRAPH_MODE) or 1 (PYNATIVE_MODE)", where)
+    knobs.named("ms_mode", MODES, "mode")
+    knobs.copy_fields((("per_batch_size", "batch_size"), ("ms_amp_level", "amp_level"), ("ms_datasink", "sink"),
+                       ("ms_enable_graph_kernel", "graph_kernel"), ("accumulate", "grad_accum"),
+                       ("data.num_parallel_workers", "workers")))
+    knobs.named("ms_loss_scaler", LOSS_SCALERS, "loss_scale")
+    if f.has("clip_grad"):
+        knobs.put("clip_grad", "grad_clip", "global_norm" if f.get("clip_grad") else "none")
+    knobs.named("optimizer.optimizer", OPTIMIZERS, "optimizer")
+    return dict(knobs)
 
 
 def import_mindyolo(data: Mapping[str, Any], file: str) -> ImportedConfig:
