@@ -12,8 +12,7 @@ from typing import Any, Mapping
 
 from msbench.errors import ConfigError
 from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
-from msbench.importers.settle import settle
-from msbench.settings import DEFAULTS
+from msbench.importers.zoo import zoo_config
 from workloads.registry import get_workload
 
 FORMAT = "mindcv"
@@ -77,18 +76,5 @@ def import_mindcv(data: Mapping[str, Any], file: str) -> ImportedConfig:
     model = f.get("model")
     workload = get_workload(f"mindcv:{model}")       # an unknown model is refused there, with mindcv's names
     f.preset("model", "workload", workload.name)
-    base = workload.preset("full")
-    overrides: dict[str, Any] = {}
-    for key, name in FIELDS_OF_PRESET:
-        if f.has(key):
-            value = float(f.get(key)) if name == "label_smoothing" else f.get(key)
-            f.preset(key, name, value)
-            if getattr(base, name) != value:
-                overrides[name] = value
-    workload.preset("full", overrides)
-    knobs = settle(f, step_knobs(f, file), file)
-    knobs = {k: v for k, v in knobs.items() if v != DEFAULTS[k]}
-    shape = f"mindcv's {model} at its full preset" + (
-        " with " + ", ".join(f"{k}={v}" for k, v in overrides.items()) if overrides else "")
-    return ImportedConfig(file=file, format=FORMAT, workload=workload.name, preset="full", overrides=overrides,
-                          knobs=knobs, fields=f.account(REASONS), shape_note=shape)
+    return zoo_config(f, workload, FIELDS_OF_PRESET, step_knobs(f, file), FORMAT, file, REASONS, f"mindcv's {model}",
+                      lambda name, value: float(value) if name == "label_smoothing" else value)

@@ -13,8 +13,7 @@ from typing import Any, Mapping
 
 from msbench.errors import ConfigError
 from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
-from msbench.importers.settle import settle
-from msbench.settings import DEFAULTS
+from msbench.importers.zoo import zoo_config
 from workloads.registry import get_workload
 
 FORMAT = "mindyolo"
@@ -94,17 +93,5 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
 def import_mindyolo(data: Mapping[str, Any], file: str) -> ImportedConfig:
     f = ConfigFields(flatten(data))
     workload = get_workload(f"mindyolo:{scale_name(f, file)}")
-    base = workload.preset("full")
-    overrides: dict[str, Any] = {}
-    for key, name in (("img_size", "image_size"), ("network.nc", "num_classes")):
-        if f.has(key):
-            f.preset(key, name, f.get(key))
-            if getattr(base, name) != f.get(key):
-                overrides[name] = f.get(key)
-    workload.preset("full", overrides)
-    knobs = settle(f, step_knobs(f, file), file)
-    knobs = {k: v for k, v in knobs.items() if v != DEFAULTS[k]}
-    shape = f"mindyolo's {workload.name.partition(':')[2]} at its full preset" + (
-        " with " + ", ".join(f"{k}={v}" for k, v in overrides.items()) if overrides else "")
-    return ImportedConfig(file=file, format=FORMAT, workload=workload.name, preset="full", overrides=overrides,
-                          knobs=knobs, fields=f.account(REASONS), shape_note=shape)
+    return zoo_config(f, workload, (("img_size", "image_size"), ("network.nc", "num_classes")), step_knobs(f, file),
+                      FORMAT, file, REASONS, f"mindyolo's {workload.name.partition(':')[2]}")
