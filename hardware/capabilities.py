@@ -325,10 +325,17 @@ def check_kind(kind: str) -> str:
 
 def refusal(settings: Settings, kind: str, facts: Facts = Facts()) -> str | None:
     """Why a target of `kind` cannot honour these settings (the first refusal that applies), else None."""
+    found = refused_knob(settings, kind, facts)
+    return found[1] if found else None
+
+
+def refused_knob(settings: Settings, kind: str, facts: Facts = Facts()) -> tuple[str, str] | None:
+    """(knob, reason) of the first refusal that applies, else None: a config importer leaves that knob at its
+    default and says why, where `refusal` only explains."""
     check_kind(kind)
     for r in REFUSALS:
         if kind in r.kinds and r.when(settings, facts):
-            return r.reason(settings, facts)
+            return r.knob, r.reason(settings, facts)
     return None
 
 

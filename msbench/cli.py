@@ -35,8 +35,10 @@ HANDLERS: dict[str, str] = {
 
 
 def add_cell_options(p: argparse.ArgumentParser, preset_help: str = "preset name (default: tiny)",
-                     preset_default: str | None = "tiny") -> None:
-    p.add_argument("workload", help="workload name (msbench list workloads)")
+                     preset_default: str | None = "tiny", workload_optional: bool = False) -> None:
+    p.add_argument("workload", help="workload name (msbench list workloads)" + (" (or --config)" if workload_optional
+                                                                                else ""),
+                   nargs="?" if workload_optional else None)
     p.add_argument("--preset", default=preset_default, help=preset_help)
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KNOB=VALUE",
                    help="set a knob (repeatable; msbench list knobs)")
@@ -71,10 +73,10 @@ def cell_from_args(args: argparse.Namespace, target: str):
 
         preset = default_preset(load_profile(target.partition(":")[2]))
     start: dict[str, object] = {}
-    if getattr(args, "start", None) is not None:   # `msbench predict --from`: the published recipe, --set over it
+    if hasattr(args, "start"):                  # `msbench predict --from`: the published recipe, --set over it
         from workloads.recipes import recipe_for
 
-        recipe = recipe_for(args.workload, preset, args.start)
+        recipe = recipe_for(args.workload, preset, args.start or "recipe")
         start = dict(recipe.settings) if recipe else {}
     settings = make_settings({**start, **parse_assignments(args.set)},
                              where=f"--set over the {args.workload} recipe (--from mindspore-defaults: over none)"
@@ -137,15 +139,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="train", choices=["train", "inference"],
                    help="train: one optimizer step; inference: one call of the exported forward network")
 
-    p = sub.add_parser("predict", help="predict one cell on the device model")
-    add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None)
+    p = sub.add_parser("predict", help="predict one cell on the device model (a workload, or your own config)",
+                       description="Predict one cell: WORKLOAD [--preset] [--set] [--override], or --config FILE, "
+                                   "your own MindFormers, mindcv or mindyolo training YAML, whose network, parallel "
+                                   "layout, recompute, precision, batch and context become the cell (--set and "
+                                   "--override go over it); every field of the file is listed as mapped or not "
+                                   "modelled, with why (docs/your-config.md).")
+    add_cell_options(p, "preset name (default: full, the published size, on an NPU profile; tiny on cpu)", None,
+                     workload_optional=True)
+    p.add_argument("--config", metavar="FILE.yaml",
+                   help="your training config instead of WORKLOAD: MindFormers (model.model_config, "
+                        "parallel_config, recompute_config, runner_config, context ...), mindcv or mindyolo")
     p.add_argument("--hardware", default="ascend910b", help="hardware profile (msbench list hardware)")
     p.add_argument("--trace", metavar="FILE", help="also write the predicted step as a Chrome trace (Perfetto)")
     p.add_argument("--scenario", default="train", choices=["train", "inference"],
                    help="train: one optimizer step; inference: one forward call of the network")
-    p.add_argument("--from", dest="start", default="recipe", choices=["recipe", "mindspore-defaults"],
+    p.add_argument("--from", dest="start", default=None, choices=["recipe", "mindspore-defaults"],
                    help="the settings --set goes over: the workload's published recipe at its full size "
-                        "(workloads/recipes.toml; default) or MindSpore's API defaults")
+                        "(workloads/recipes.toml; default) or MindSpore's API defaults (not with --config: "
+                        "the config is the start)")
 
     p = sub.add_parser("calibrate", help="re-measure this host's data pipelines into hardware/calibration/host_cost.json "
                                          "(host) or pipeline_modes.json (pipeline-modes); fit a profile of your Ascend "

@@ -22,7 +22,8 @@ from workloads.registry import WORKLOADS, check_workload, get_workload
 STRATEGIES = ("grid", "ofat", "pairwise")
 TOP_KEYS = {"name", "description", "targets", "strategy", "accuracy", "accuracy_seeds", "accuracy_knobs", "workloads",
             "base", "axes", "exclude", "include", "baseline", "scenario", "profile"}
-WORKLOAD_KEYS = {"name", "preset", "overrides", "recipe", "set"}
+WORKLOAD_KEYS = {"name", "preset", "overrides", "recipe", "set", "config"}
+CONFIG_DECIDES = ("name", "preset", "recipe")   # with `config = "FILE.yaml"` the file names these
 
 
 def load_matrix(path: str | Path, target: str | None = None, extra: Mapping[str, Any] | None = None,
@@ -43,12 +44,14 @@ def load_matrix(path: str | Path, target: str | None = None, extra: Mapping[str,
         raise UserError(f"{path}: malformed TOML: {err}") from None
     except OSError as err:
         raise UserError(f"{path}: cannot read the matrix file ({err.strerror})") from None
-    return parse_matrix(data, str(path), path.stem, target, extra, plugins)
+    return parse_matrix(data, str(path), path.stem, target, extra, plugins, path.parent)
 
 
 def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target: str | None = None,
-                 extra: Mapping[str, Any] | None = None, plugins: tuple[str, ...] = ()) -> Matrix:
-    """The one schema of a matrix file: every key's type, every name checked, nothing imported."""
+                 extra: Mapping[str, Any] | None = None, plugins: tuple[str, ...] = (),
+                 folder: Path | None = None) -> Matrix:
+    """The one schema of a matrix file: every key's type, every name checked, nothing imported. A workload's
+    `config` path is read relative to `folder` (the matrix file's)."""
     _check_keys(data, TOP_KEYS, where, "matrix key")
     strategy = _typed(data, "strategy", str, "grid", where, "|".join(STRATEGIES))
     if strategy not in STRATEGIES:
@@ -59,7 +62,7 @@ def parse_matrix(data: Mapping[str, Any], where: str, default_name: str, target:
         raise ConfigError("accuracy", accuracy, f"false under scenario={scenario!r} (accuracy is that of a tiny "
                           "training run; an inference cell trains nothing)", where)
     profile = _typed(data, "profile", bool, False, where, "true|false (a TOML boolean, not a string)")
-    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]", plugins)
+    workloads = tuple(_workload_entry(w, f"{where}: workloads[{i}]", plugins, folder)
                       for i, w in enumerate(_tables(data, "workloads", where)))
     if not workloads:
         raise ConfigError("workloads", [], "at least one [[workloads]] entry", where)
@@ -152,8 +155,11 @@ def _knob_table(table: Any, where: str, key: str = "knobs") -> dict[str, Any]:
     return dict(table)
 
 
-def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ...] = ()) -> WorkloadEntry:
+def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ...] = (),
+                    folder: Path | None = None) -> WorkloadEntry:
     _check_keys(table, WORKLOAD_KEYS, where, "workload key")
+    if "config" in table:
+        return _config_entry(table, where, folder or Path("."))
     name = check_workload(table.get("name"), plugins, where)    # an untrusted module:Class is refused unimported
     preset = _typed(table, "preset", str, "tiny", where, "a preset name (a string)")
     presets = _preset_names(name)
@@ -170,6 +176,24 @@ def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ..
         start = _knob_table(recipe_settings(name, where), f"{where}.recipe", "recipe")
     return WorkloadEntry(name, preset, dict(overrides),
                          {**start, **_knob_table(table.get("set", {}), f"{where}.set", "set")})
+
+
+def _config_entry(table: Mapping[str, Any], where: str, folder: Path) -> WorkloadEntry:
+    """`config = "FILE.yaml"` (a path relative to the matrix file): the workload, preset, overrides and knobs of
+    a user's training config (msbench/importers), with the entry's `overrides` and `set` over them."""
+    from msbench.importers import import_config
+
+    path = _typed(table, "config", str, "", where, "a config file path (a string)")
+    given = [key for key in CONFIG_DECIDES if key in table]
+    if given:
+        raise ConfigError(given[0], table[given[0]], f"absent with config = {path!r} (the config names the network "
+                          "and its settings; overrides and set go over it)", where)
+    imported = import_config(folder / path)
+    overrides = {**imported.overrides, **_table(table.get("overrides", {}), "overrides", where)}
+    get_workload(imported.workload).preset(imported.preset, overrides)
+    knobs = {**_knob_table(dict(imported.knobs), f"{where}.config", "config"),
+             **_knob_table(table.get("set", {}), f"{where}.set", "set")}
+    return WorkloadEntry(imported.workload, imported.preset, overrides, knobs)
 
 
 def _preset_names(workload: str) -> list[str]:

@@ -70,7 +70,8 @@ def make_preset(preset_cls: type[Preset], values: Mapping[str, Any], where: str)
             values[key] = float(value)
         elif isinstance(expected, type) and (not isinstance(value, expected) or isinstance(value, bool) != (expected is bool)):
             raise ConfigError(key, value, expected.__name__, where)
-    missing = sorted(set(known) - set(values))
+    optional = {f.name for f in dataclasses.fields(preset_cls) if f.default is not dataclasses.MISSING}
+    missing = sorted(set(known) - set(values) - optional)
     if missing:
         raise ConfigError("preset field", missing[0], "required", where)
     return preset_cls(**values)

@@ -46,6 +46,7 @@ WORKLOADS: dict[str, str] = {
     "llama2-13b": "workloads.transformer.workload:Llama2_13BWorkload",
     "llama2-70b": "workloads.transformer.workload:Llama2_70BWorkload",
     "gpt3-175b": "workloads.transformer.workload:GPT3_175BWorkload",
+    "llm": "workloads.transformer.workload:AnyLLMWorkload",       # any decoder-only shape: overrides (--config)
 }
 
 # zoo prefix -> (adapter factory `module:function(model) -> Workload`, the package it adapts)

@@ -1,4 +1,5 @@
-"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json] [--trace FILE]`.
+"""`msbench predict WORKLOAD --hardware PROFILE [--preset P] [--set K=V] [--override F=V] [--json] [--trace FILE]`,
+or `msbench predict --config FILE.yaml [--set K=V] [--override F=V] ...`: a user's own training config.
 
 A question about an NPU is about the published network: on an NPU profile the preset defaults to
 `full`; on the `cpu` profile (which is checked against real tiny-preset runs) to `tiny`.
@@ -10,15 +11,19 @@ across runs, processes, thread counts and machines for the same inputs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from hardware.model.outcome import predict_cell
 from hardware.model.predict import Prediction
 from hardware.model.profile import load_profile
-from msbench.cell import Cell
+from msbench.cell import Cell, parse_overrides
 from msbench.cli import cell_from_args
 from msbench.errors import UserError
+from msbench.importers import ImportedConfig, import_config
+from msbench.matrix import check_workload_settings
 from msbench.outputs import check_file
+from msbench.settings import make_settings, parse_assignments
 from workloads.recipes import recipe_for
 
 
@@ -32,26 +37,63 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
     return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
+def config_cell(args: argparse.Namespace, target: str) -> tuple[Cell, ImportedConfig]:
+    """The cell of `--config FILE` with `--set` and `--override` over it; WORKLOAD, --preset and --from are
+    the config's to decide, so giving them too is refused."""
+    for given, name in ((args.workload, "WORKLOAD"), (args.preset, "--preset"), (args.start, "--from")):
+        if given is not None:
+            raise UserError(f"{name}={given} is not allowed with --config={args.config}; allowed: --config alone "
+                            "(the config names the network and its settings; --set and --override go over it)")
+    imported = import_config(args.config)
+    settings = make_settings({**imported.knobs, **parse_assignments(args.set)}, where=f"--set over {args.config}")
+    cell = Cell(workload=imported.workload, preset=imported.preset,
+                overrides={**imported.overrides, **parse_overrides(args.override)}, settings=settings, target=target,
+                scenario=args.scenario)
+    check_workload_settings(cell)
+    return cell, imported
+
+
+def graph_parameters(cell: Cell, profile: str) -> int:
+    """Trainable parameters of a network the importer cannot count from its config (a mindcv model): those of
+    the op graph the prediction just read (from the cache)."""
+    from hardware.model.inputs import plan_graph
+    from hardware.model.plan import resolve
+
+    return plan_graph(resolve(cell, profile), compile_missing=False).param_count
+
+
 def predict_command(args: argparse.Namespace) -> int:
     load_profile(args.hardware)                        # an unknown profile is a one-line error first
     if args.trace is not None:
         check_file("--trace", args.trace)               # before the prediction: '' or a directory is refused
-    cell = cell_from_args(args, f"model:{args.hardware}")
+    imported = None
+    if args.config is not None:
+        cell, imported = config_cell(args, f"model:{args.hardware}")
+    elif args.workload is None:
+        raise UserError("a WORKLOAD or --config FILE is required (msbench list workloads)")
+    else:
+        cell = cell_from_args(args, f"model:{args.hardware}")
     prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
+    if imported is not None and imported.parameters is None:
+        imported = dataclasses.replace(imported, parameters=graph_parameters(cell, args.hardware))
     if args.trace is not None:
         from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
         if prediction.parts is None:
             raise UserError(f"--trace={args.trace} is not allowed for {cell.workload}: {UNTRACEABLE}")
         write_trace(args.trace, prediction, trace_title(cell))
-    recipe = recipe_for(cell.workload, cell.preset, args.start)
+    recipe = None if imported else recipe_for(cell.workload, cell.preset, args.start or "recipe")
     if args.json:
-        print(json.dumps({**json.loads(text), "recipe": recipe.source if recipe else None}, sort_keys=True,
+        extra = {"config": imported.to_dict()} if imported else {}
+        print(json.dumps({**json.loads(text), "recipe": recipe.source if recipe else None, **extra}, sort_keys=True,
                          separators=(",", ":")))
         return 0
     data = json.loads(text)
-    print(f"recipe: {recipe.source} ({recipe.config}), --set over it" if recipe else
-          "recipe: none (MindSpore's API defaults, --set over them)")
+    if imported:
+        print("\n".join(imported.summary_lines()))
+    else:
+        print(f"recipe: {recipe.source} ({recipe.config}), --set over it" if recipe else
+              "recipe: none (MindSpore's API defaults, --set over them)")
     print(f"{data['workload']} ({data['preset']}) on {data['hardware']}: "
           f"{data['step_time_s'] * 1e3:.3f} ms/step, {data['throughput']:.1f} samples/s "
           f"({data['throughput_per_device']:.1f}/device), peak {data['peak_memory_bytes'] / 2**30:.2f} "

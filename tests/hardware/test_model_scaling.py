@@ -13,11 +13,11 @@ from model_graphs import elementwise, graph, mlp_step
 from msbench.settings import Settings
 from workloads.registry import WORKLOADS, get_workload
 
-# The four LLMs share one network class: llama2-70b (grouped-query heads) stands for the Llama 2 presets, and
+# The four LLMs (and `llm`, any shape over Llama 2 7B's presets) share one network class: llama2-70b (grouped-query heads) stands for the Llama 2 presets, and
 # gpt3-175b's tiny preset is the same decoder-only stack with LayerNorm/GELU, covered by gpt2-small's class.
 # yolov8s, bert-large and transformer-large are yolov8n's, bert-base's and transformer-base's classes (only the
 # name differs) at another preset width: scaling is a property of the network's code, tested once per class.
-SAME_NETWORK_AS_ANOTHER = {"llama2-7b", "llama2-13b", "gpt3-175b", "yolov8s", "bert-large", "transformer-large"}
+SAME_NETWORK_AS_ANOTHER = {"llama2-7b", "llama2-13b", "gpt3-175b", "llm", "yolov8s", "bert-large", "transformer-large"}
 SCALED = sorted(set(WORKLOADS) - SAME_NETWORK_AS_ANOTHER)
 STACKED = sorted(w for w in SCALED if get_workload(w).identical_blocks)
 

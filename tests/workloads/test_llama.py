@@ -128,3 +128,18 @@ def test_workload_listing_sizes_the_full_llms_from_their_config(private_cache):
     row = workload_row("llama2-7b")
     assert row["params"] == 6_738_415_616 and row["input_shape"] == "input_ids 4096"
     assert row["gflops"] == pytest.approx(2 * 4096 * 6.74e9 / 1e9, rel=0.15)   # ~6N FLOPs/token train = 2N fwd
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides", [{"qkv_bias": True}, {"tied": True}, {"qkv_bias": True, "tied": True}])
+def test_the_count_formula_holds_for_qwen_and_glm_biases_and_tied_rotary_heads(overrides, scratch):
+    """The `llm` workload's shapes (msbench predict --config): Q/K/V biases without LayerNorm (Qwen, ChatGLM)
+    and a tied head on a rotary model (Qwen 1.5 0.5B), built for real and run once."""
+    import mindspore as ms
+
+    wl = get_workload("llm")
+    p = wl.preset("tiny", overrides)
+    network = wl.build_network(p)
+    assert param_count(network) == llm_parameter_count(p)
+    logits = network(ms.Tensor(np.ones((2, p.seq_len), np.int32)))
+    assert logits.shape == (2, p.seq_len, p.vocab_size)

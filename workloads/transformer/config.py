@@ -96,13 +96,15 @@ class LLMPreset(TransformerPreset):
     """A decoder-only LLM (Llama 2, GPT-3): pre-norm blocks, `kv_heads` < `heads` for grouped-query attention
     (Ainslie et al. 2023), and the choices that tell the two families apart. `tied` shares the token table with
     the output head (GPT-3, as GPT-2); Llama 2 has its own head. Projections carry biases only with LayerNorm
-    (GPT-3); Llama's have none."""
+    (GPT-3); Llama's have none, but Qwen's and ChatGLM's query, key and value projections do (`qkv_bias`: a
+    preset that leaves it out has none, so the presets written before it stay as they were)."""
 
     kv_heads: int
     mlp: str
     norm: str
     positions: str
     tied: bool
+    qkv_bias: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -127,12 +129,17 @@ class LLMPreset(TransformerPreset):
         """GPT-3 keeps GPT-2's projection biases; Llama drops them."""
         return self.norm == "layernorm"
 
+    @property
+    def qkv_biased(self) -> bool:
+        """Biases on the query, key and value projections: GPT-3's (all projections), or Qwen's and ChatGLM's."""
+        return self.biased or self.qkv_bias
+
 
 def llm_parameter_count(p: LLMPreset) -> int:
     """Trainable parameters of the decoder-only network built from `p`, counted from its shapes (the test checks
     this against the tiny network's real `trainable_params` and the full sizes against the published counts)."""
-    d, kv_dim, bias = p.d_model, p.kv_heads * p.head_dim, int(p.biased)
-    attention = 2 * d * d + 2 * d * kv_dim + bias * (2 * d + 2 * kv_dim)          # Q, O and K, V
+    d, kv_dim, bias, qkv_bias = p.d_model, p.kv_heads * p.head_dim, int(p.biased), int(p.qkv_biased)
+    attention = 2 * d * d + 2 * d * kv_dim + qkv_bias * (d + 2 * kv_dim) + bias * d   # Q, O and K, V; biases
     ffn = 3 * d * p.ff_dim if p.mlp == "swiglu" else 2 * d * p.ff_dim + bias * (p.ff_dim + d)
     norm = d if p.norm == "rmsnorm" else 2 * d
     embeddings = p.vocab_size * d * (1 if p.tied else 2) + p.max_positions * d

@@ -66,13 +66,14 @@ class GroupedQueryAttention(nn.Cell):
     al. 2023; equal counts are plain multi-head attention), optional rotary positions, causal attention."""
 
     def __init__(self, d_model: int, heads: int, kv_heads: int, head_dim: int, rotary: bool, biased: bool,
-                 flash: bool, dropout: float, std: float, out_std: float) -> None:
+                 flash: bool, dropout: float, std: float, out_std: float, qkv_biased: bool | None = None) -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.rotary, self.flash = rotary, flash
-        self.query = dense(d_model, heads * head_dim, std, biased)
-        self.key = dense(d_model, kv_heads * head_dim, std, biased)
-        self.value = dense(d_model, kv_heads * head_dim, std, biased)
+        qkv_biased = biased if qkv_biased is None else qkv_biased     # Qwen, ChatGLM: Q/K/V biased, output not
+        self.query = dense(d_model, heads * head_dim, std, qkv_biased)
+        self.key = dense(d_model, kv_heads * head_dim, std, qkv_biased)
+        self.value = dense(d_model, kv_heads * head_dim, std, qkv_biased)
         self.output = dense(heads * head_dim, d_model, out_std, biased)
         self.scale = 1.0 / math.sqrt(head_dim)
         if not flash:
@@ -158,7 +159,7 @@ class DecoderBlock(nn.Cell):
         self.attention_norm = make_norm(p.norm, shape.hidden)
         self.attention = GroupedQueryAttention(shape.hidden, shape.heads, shape.kv_heads, shape.head_dim,
                                                p.positions == "rotary", p.biased, flash, p.dropout, p.init_std,
-                                               out_std)
+                                               out_std, p.qkv_biased)
         self.ffn_norm = make_norm(p.norm, shape.hidden)
         if p.mlp == "swiglu":
             self.ffn = SwiGLU(shape.hidden, shape.ffn, p.init_std, out_std)
@@ -207,6 +208,8 @@ class DecoderLM(nn.Cell):
         self.blocks = nn.CellList([DecoderBlock(p, shape, flash, residual_std(p)) for _ in range(p.layers)])
         self.final_norm = make_norm(p.norm, p.d_model)
         self.head = None if p.tied else dense(p.d_model, p.vocab_size, p.init_std, False)
+        # a tied head over the token table of a rotary model (Qwen 1.5 0.5B): no Embeddings cell to share it with
+        self.logits = ops.MatMul(transpose_b=True) if p.tied and self.embeddings is None else None
         self.causal = causal_bias(p.seq_len)
         self.cos, self.sin = rotary_tables(p.seq_len, p.head_dim)
 
@@ -215,7 +218,12 @@ class DecoderLM(nn.Cell):
         for block in self.blocks:
             x = block(x, self.causal, self.cos, self.sin)
         h = self.final_norm(x)
-        return self.embeddings.tied_logits(h) if self.head is None else self.head(h)
+        if self.head is not None:
+            return self.head(h)
+        if self.embeddings is not None:
+            return self.embeddings.tied_logits(h)
+        b, t, d = h.shape
+        return ops.reshape(self.logits(ops.reshape(h, (b * t, d)), self.token.embedding_table), (b, t, -1))
 
     def parallel_layers(self) -> list[DecoderBlock]:
         return list(self.blocks)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 
-from workloads.base import Workload
+from workloads.base import Preset, Workload, load_presets
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
@@ -273,6 +273,17 @@ class LLMWorkload(GPT2Workload):
 
 class Llama2_7BWorkload(LLMWorkload):
     name: ClassVar[str] = "llama2-7b"
+
+
+class AnyLLMWorkload(LLMWorkload):
+    """`llm`: a decoder-only LLM of any shape, written as preset overrides over Llama 2 7B's presets (what a
+    MindFormers config the four named LLMs do not match becomes: msbench/importers/mindformers.py)."""
+
+    name: ClassVar[str] = "llm"
+    base_shape: ClassVar[str] = "llama2-7b"
+
+    def presets(self) -> dict[str, Preset]:
+        return load_presets(self.presets_file, self.base_shape, self.preset_cls)
 
 
 class Llama2_13BWorkload(LLMWorkload):
