@@ -24,6 +24,11 @@ from msbench.records import Record
 
 
 from msbench.resources import suite_path
+from hardware.model.op_times import predicted_op_profile
+from hardware.model.predict import canonical
+from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
+from hardware.mindspore.target import add_accuracy
+
 MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (suite_path(f"hardware/{d}") for d in ("model", "mindspore", "calibration"))
 SPINE = (suite_path("hardware/capabilities.py"), suite_path("msbench/settings.py"))
 
@@ -115,14 +120,9 @@ class ModelTarget:
         if result is None:
             return record
         if self.op_profile and result.prediction.parts is not None:
-            from hardware.model.op_times import predicted_op_profile
-            from hardware.model.predict import canonical
-
             parts = result.prediction.parts
             record.metrics.op_profile = canonical(predicted_op_profile(parts.kernels, parts.slots))
         if self.trace_dir:
-            from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
-
             if result.prediction.parts is None:
                 record.metrics.extra["trace"] = UNTRACEABLE        # the record says why its trace file is missing
             else:
@@ -133,6 +133,4 @@ class ModelTarget:
 
     def add_accuracy(self, record: Record) -> None:
         """The real tiny-preset accuracy of the record's numerics (cached, trained in a child process)."""
-        from hardware.mindspore.target import add_accuracy
-
         add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs)

@@ -20,6 +20,7 @@ from msbench.cli import cell_from_args
 from msbench.errors import UserError
 from msbench.outputs import check_file
 from workloads.recipes import recipe_for
+from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
@@ -39,8 +40,6 @@ def predict_command(args: argparse.Namespace) -> int:
     cell = cell_from_args(args, f"model:{args.hardware}")
     prediction, text = cell_prediction(cell)           # the capability table: never a knob that changes nothing
     if args.trace is not None:
-        from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
-
         if prediction.parts is None:
             raise UserError(f"--trace={args.trace} is not allowed for {cell.workload}: {UNTRACEABLE}")
         write_trace(args.trace, prediction, trace_title(cell))

@@ -22,6 +22,7 @@ import numpy as np
 from msbench.errors import ConfigError, UserError
 from workloads.base import Preset, Workload, make_preset
 from workloads.classification import chance_top1
+from workloads.registry import get_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -76,7 +77,6 @@ def model_facts(model: str) -> tuple[int, str]:
 
 
 def resnet50() -> Workload:
-    from workloads.registry import get_workload
 
     return get_workload("resnet50")
 
