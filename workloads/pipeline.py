@@ -18,7 +18,6 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from msbench.settings import Settings
-from workloads.train_step import step_batch_size
 
 CACHE_SESSION_ENV = "MSBENCH_DATASET_CACHE_SESSION"
 
@@ -129,6 +128,7 @@ def ragged_last_batch(preset: Any, settings: Settings) -> bool:
     the split's ceiling share, as MindSpore's distributed sampler pads it): what drop_remainder drops."""
     import math
 
+    from workloads.train_step import step_batch_size
 
     return math.ceil(preset.train_samples / settings.devices) % step_batch_size(preset, settings) != 0
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msbench.settings import Settings
-from workloads.parallel_plan import plan_parallel
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -332,6 +331,7 @@ def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
     (default: the preset's epochs over its training split)."""
     import mindspore as ms
 
+    from workloads.parallel_plan import plan_parallel
 
     LossNet, TrainStepCell = _cells()
     ms.set_seed(settings.seed)

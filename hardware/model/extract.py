@@ -25,10 +25,6 @@ from typing import Any, Iterator
 from hardware.model.dataflow import analyse
 from hardware.model.ir import read_dumps
 from msbench.child_io import SCRATCH, serve
-from msbench.settings import make_settings
-from workloads.registry import get_workload
-from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
-from workloads.train_step import build_train_step
 
 DUMP_PASS = "hwopt_common_final_graph"
 
@@ -41,6 +37,9 @@ def dump_env(dump_dir: Path) -> dict[str, str]:
 
 def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
     """Build the real step for the cell and compile it on a synthetic batch of the micro-batch size."""
+    from msbench.settings import make_settings
+    from workloads.registry import get_workload
+
     # One device: data-parallel communication is the device model's own business (comm.py), and a
     # DistributedGradReducer cannot be built without a communication group.
     settings = make_settings({**request["settings"], "devices": 1})
@@ -53,6 +52,8 @@ def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
     batch and recompute blocks) compiled on the CPU backend for one device, without data (shape_only)."""
     import mindspore as ms
 
+    from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
+    from workloads.train_step import build_train_step
 
     ms.set_device("CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -161,7 +162,6 @@ def compiled_graph(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
     request of a batch reads only its own (MindSpore reads the dump directory once, at import)."""
     try:
         if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
-            # cycle: hardware.model.llm.parts imports compile_step from here
             from hardware.model.llm.parts import compile_llm_part
 
             compiled = compile_llm_part(request)

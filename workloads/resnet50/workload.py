@@ -14,7 +14,6 @@ from workloads.base import Preset, Workload
 from workloads.classification import chance_top1, eval_batch_size, top1_accuracy
 from workloads.pipeline import MapStage, PipelineSpec, build_pipeline
 from workloads.resnet50 import data
-from msbench.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -66,7 +65,6 @@ class ResNet50Workload(Workload):
     presets_file: ClassVar[Path] = Path(__file__).with_name("presets.toml")
 
     def build_network(self, preset: ResNetPreset) -> "nn.Cell":  # type: ignore[override]
-        # MindSpore: the network module imports it; the registry lists workloads without it
         from workloads.resnet50.network import ResNet
 
         return ResNet(preset.num_classes, preset.width, preset.blocks)
@@ -101,6 +99,7 @@ class ResNet50Workload(Workload):
                               rank=rank, world=world, workdir=workdir)
 
     def evaluate(self, network: "nn.Cell", preset: ResNetPreset) -> dict[str, float]:  # type: ignore[override]
+        from msbench.settings import Settings
 
         batch = eval_batch_size(preset.eval_samples, preset.batch_size)
         dataset = self.make_dataset(preset, "eval", Settings(), batch)

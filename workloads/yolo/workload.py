@@ -15,8 +15,6 @@ from workloads.classification import eval_batch_size
 from workloads.pipeline import MapStage, PipelineSpec, build_pipeline
 from workloads.yolo import data
 from workloads.yolo.augment import AUGMENTS, YoloTransform
-from msbench.settings import Settings
-from workloads.yolo.metrics import coco_map
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -78,25 +76,21 @@ class YoloWorkload(Workload):
         "object_max", "augment", "batch_size", "train_samples")
 
     def arch(self, preset: YoloPreset) -> "YoloArch":
-        # MindSpore: the network module imports it; the registry lists workloads without it
         from workloads.yolo.network import YoloArch
 
         return YoloArch(self.version, preset.depth, preset.width, preset.num_classes, preset.image_size,
                         preset.max_channels)
 
     def build_network(self, preset: YoloPreset) -> "nn.Cell":  # type: ignore[override]
-        # MindSpore: the network module imports it; the registry lists workloads without it
         from workloads.yolo.network import YoloNet
 
         return YoloNet(self.arch(preset))
 
     def build_loss(self, preset: YoloPreset) -> "nn.Cell":  # type: ignore[override]
         if self.version == "v5":
-            # MindSpore: the loss module imports it; the registry lists workloads without it
             from workloads.yolo.loss_v5 import YOLOv5Loss
 
             return YOLOv5Loss(preset.num_classes, preset.image_size)
-        # MindSpore: the loss module imports it; the registry lists workloads without it
         from workloads.yolo.loss_v8 import YOLOv8Loss
 
         return YOLOv8Loss(preset.num_classes, preset.image_size)
@@ -141,7 +135,6 @@ class YoloWorkload(Workload):
         """Per image (n, 6) [x1, y1, x2, y2, score, class] in input pixels, after NMS."""
         from mindspore import Tensor
 
-        # MindSpore: the post-processing imports it; the registry lists workloads without it
         from workloads.yolo.postprocess import decode_v5, decode_v8, detections
 
         maps = [m.asnumpy().astype(np.float32) for m in network(Tensor(images))]
@@ -152,6 +145,8 @@ class YoloWorkload(Workload):
         return [detections(b, s, iou=self.nms_iou) for b, s in zip(boxes, scores)]
 
     def evaluate(self, network: "nn.Cell", preset: YoloPreset) -> dict[str, float]:  # type: ignore[override]
+        from msbench.settings import Settings
+        from workloads.yolo.metrics import coco_map
 
         batch = eval_batch_size(preset.eval_samples, preset.batch_size)
         dataset = self.make_dataset(preset, "eval", Settings(), batch)

@@ -22,7 +22,6 @@ import numpy as np
 from msbench.errors import ConfigError, UserError
 from workloads.base import Preset, Workload, make_preset
 from workloads.classification import chance_top1
-from workloads.registry import get_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -77,6 +76,7 @@ def model_facts(model: str) -> tuple[int, str]:
 
 
 def resnet50() -> Workload:
+    from workloads.registry import get_workload
 
     return get_workload("resnet50")
 

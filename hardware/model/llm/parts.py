@@ -19,9 +19,6 @@ from hardware.model.graph import CACHE_KIND, PARSER_SOURCES, GraphCompile, compi
 from hardware.model.opgraph import OpGraph
 from msbench.cache import content_key, source_hash
 from msbench.settings import Settings
-from hardware.model.extract import compile_step
-from msbench.settings import make_settings
-from workloads.registry import get_workload
 
 SCHEMA = 1
 PARTS = ("block", "ends")
@@ -35,7 +32,6 @@ class PartWorkload:
         self.tensor_parallel, self.micro_batch = tensor_parallel, micro_batch
 
     def build_network(self, preset: Any) -> Any:
-        # MindSpore: workloads.transformer.llm builds its cells at import
         from workloads.transformer.llm import BlockShape, build_block, build_embedding_head
 
         if self.part == "block":
@@ -84,6 +80,10 @@ def cotangent_loss() -> Any:
 
 def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     """Child side: build and compile the part's training step on a synthetic micro-batch."""
+    from hardware.model.extract import compile_step
+    from msbench.settings import make_settings
+    from workloads.registry import get_workload
+
     settings = make_settings({**request["settings"], "devices": 1})
     llm = get_workload(request["workload"])
     preset = llm.preset(request["preset"], request.get("overrides") or {})
