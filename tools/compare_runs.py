@@ -1,6 +1,8 @@
 """Compare two run files cell by cell, leaving out what depends on when and where a cell ran (times,
-provenance, run id: tests/support/ray_loopback.comparable). For a restructuring that must not change
-predictions: `python tools/compare_runs.py OLD.jsonl NEW.jsonl` prints each differing cell and exits 1.
+provenance, run id: tests/support/ray_loopback.comparable) and, with --code-changed, the fingerprint (a hash
+of the source files that produced the record: any edit of them changes it by design). For a restructuring
+that must not change predictions: `python tools/compare_runs.py --code-changed OLD.jsonl NEW.jsonl` prints
+each differing cell and exits 1.
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from ray_loopback import comparable  # noqa: E402
 from msbench.store import RunStore  # noqa: E402
 
 
-def cells(path: Path) -> dict[str, dict]:
-    return {r.cell_id: comparable(r) for r in RunStore(path).load()}
+def cells(path: Path, drop: tuple[str, ...]) -> dict[str, dict]:
+    return {r.cell_id: {k: v for k, v in comparable(r).items() if k not in drop} for r in RunStore(path).load()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
+    parser.add_argument("--code-changed", action="store_true", help="leave out the records' source fingerprint")
     args = parser.parse_args()
-    old, new = cells(args.old), cells(args.new)
+    drop = ("fingerprint",) if args.code_changed else ()
+    old, new = cells(args.old, drop), cells(args.new, drop)
     differ = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
     for cell_id in differ:
         a, b = old[cell_id], new[cell_id]
