@@ -11,6 +11,7 @@ Refusal texts cite shared/reference/mindspore-2.10-cpu.md where they state MindS
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,7 +30,9 @@ OP_GRAPH = "op_graph"               # the compiled step the device model extract
 PIPELINE_MODES = "pipeline_modes"   # the pipeline's measured modes (hardware/calibration/pipeline_modes.json)
 NUMBERS = "numbers"                 # the numbers a training run computes (the accuracy run's key)
 FORWARD = "forward"                 # the exported forward network an inference cell calls (msbench.scenario)
-MODEL_INPUTS = (OP_GRAPH, PIPELINE_MODES, NUMBERS, FORWARD)
+LLM_PLAN = "llm_plan"               # the LLM composition's layout and kernels (hardware/model/llm): read by it only
+LAYOUT = "parallel_layout"          # how the step is split over cards beyond data parallelism (of LLM_PLAN)
+MODEL_INPUTS = (OP_GRAPH, PIPELINE_MODES, NUMBERS, FORWARD, LLM_PLAN, LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Effect:
     how: str        # "applied" (a MindSpore call) | "modelled" (a device-model input) | "refused" (every value)
     what: str       # the call, or the input
     inputs: frozenset[str] = frozenset()    # of MODEL_INPUTS: the typed part of `what` on a model kind
+    llm_refused: str | None = None          # model kinds: why the LLM composition refuses a non-default value
 
 
 @dataclass(frozen=True)
@@ -137,32 +141,32 @@ EFFECTS.update({
     "tensor_parallel": {**{k: _apply(f"{PLAN}: column- then row-parallel shard() on the attention and FFN matmuls")
                            for k in REAL_KINDS},
                         **{k: _model(f"{LLM_MODEL}: per-shard block shapes (heads, kv heads, ffn / tp) + "
-                                     "tensor-parallel collectives per block") for k in MODEL_KINDS}},
+                                     "tensor-parallel collectives per block", LLM_PLAN, LAYOUT) for k in MODEL_KINDS}},
     "pipeline_stages": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(pipeline_stages) + cell.pipeline_stage "
                                      "per layer") for k in REAL_KINDS},
-                        **{k: _model(f"{LLM_MODEL}: layers per stage, pipeline bubble and stage-to-stage sends")
-                           for k in MODEL_KINDS}},
+                        **{k: _model(f"{LLM_MODEL}: layers per stage, pipeline bubble and stage-to-stage sends",
+                                     LLM_PLAN, LAYOUT) for k in MODEL_KINDS}},
     "micro_batches": {**{k: _apply(f"{PLAN}: nn.PipelineCell(network, micro_size)") for k in REAL_KINDS},
-                      **{k: _model(f"{LLM_MODEL}: bubble (p-1)/(m+p-1) and in-flight activations")
+                      **{k: _model(f"{LLM_MODEL}: bubble (p-1)/(m+p-1) and in-flight activations", LLM_PLAN, LAYOUT)
                          for k in MODEL_KINDS}},
     "sequence_parallel": {**{k: _apply(f"{PLAN}: norm/residual activations sharded along the sequence "
                                        "(reduce-scatter + all-gather instead of all-reduce)") for k in REAL_KINDS},
-                          **{k: _model(f"{LLM_MODEL}: activation memory / tp and reduce-scatter + all-gather")
-                             for k in MODEL_KINDS}},
+                          **{k: _model(f"{LLM_MODEL}: activation memory / tp and reduce-scatter + all-gather",
+                                       LLM_PLAN, LAYOUT) for k in MODEL_KINDS}},
     "optimizer_shard": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(enable_parallel_optimizer=True)")
                            for k in REAL_KINDS},
                         **{k: _model(f"{LLM_MODEL}: optimizer states / dp and the gradient reduce-scatter + "
-                                     "parameter all-gather") for k in MODEL_KINDS}},
+                                     "parameter all-gather", LLM_PLAN, LAYOUT) for k in MODEL_KINDS}},
     "flash_attention": {**{k: _apply("workloads.transformer attention: ops.flash_attention_score (FlashAttentionScore)")
                            for k in REAL_KINDS},
                         **{k: _model(f"{LLM_MODEL}: attention-score tensors dropped from activation memory; the "
                                      "block's attention core costed as one FlashAttentionScore + one "
-                                     "FlashAttentionScoreGrad per layer (llm/flash.py, the profile's flash tables)")
-                           for k in MODEL_KINDS}},
+                                     "FlashAttentionScoreGrad per layer (llm/flash.py, the profile's flash tables)",
+                                     LLM_PLAN) for k in MODEL_KINDS}},
     "parallel_mode": {**{k: _apply(f"{PLAN}: set_auto_parallel_context(parallel_mode=SEMI_AUTO_PARALLEL | "
                                    "AUTO_PARALLEL, search_mode='sharding_propagation')") for k in REAL_KINDS},
                       **{k: _model(f"{LLM_MODEL}: the layout the composition costs (auto: the semi_auto plan, "
-                                   "which sharding propagation extends)") for k in MODEL_KINDS}},
+                                   "which sharding propagation extends)", LLM_PLAN, LAYOUT) for k in MODEL_KINDS}},
 })
 EFFECTS.update({
     "python_multiprocessing": _everywhere(f"{DATASET}: GeneratorDataset/map(python_multiprocessing=True)",
@@ -182,6 +186,29 @@ EFFECTS.update({
     "max_device_memory": _everywhere("ms.runtime.set_memory(max_size='<GiB>GB')",
                                      "memory.estimate_memory: the OOM threshold (the cap, not the chip's usable memory)"),
 })
+
+# What the LLM composition (hardware/model/llm) costs is the device side of a graph-mode, sunk step: compute,
+# collectives, the pipeline bubble, the optimizer. Host-side knobs it does not model are refused there, not ignored.
+_LLM_GRAPH_SINK = "the device model composes a decoder-only LLM's step as MindSpore trains one on Ascend, in graph mode with dataset sink (no per-kernel host dispatch, no per-step round trip); set mode=graph and sink=true"
+_LLM_NO_FUSION = "the device model composes a decoder-only LLM's step from its blocks as extracted; graph-kernel fusion of its blocks is not modelled"
+_LLM_NO_PIPELINE = "the LLM composition does not model the host data pipeline (a token batch is a few KB per sample); leave it at its default"
+_LLM_NO_CLIP = ("the LLM composition costs the optimizer's update kernels but not a clipping pass over the "
+                "gradients yet; leave it at its default")
+_LLM_OWN_MEMORY = "the LLM composition's memory model (Korthikanti et al.) has no SOMAS reuse or pool cap yet; leave it at its default"
+_LLM_UNMODELLED = {"graph_kernel": _LLM_NO_FUSION, "sink_size": _LLM_NO_PIPELINE, "workers": _LLM_NO_PIPELINE,
+                   "prefetch": _LLM_NO_PIPELINE, "data_format": _LLM_NO_PIPELINE,
+                   "python_multiprocessing": _LLM_NO_PIPELINE, "shared_mem": _LLM_NO_PIPELINE,
+                   "augment_device": _LLM_NO_PIPELINE, "drop_remainder": _LLM_NO_PIPELINE, "grad_clip": _LLM_NO_CLIP,
+                   "memory_optimize_level": _LLM_OWN_MEMORY, "max_device_memory": _LLM_OWN_MEMORY}
+for _knob, _why in _LLM_UNMODELLED.items():
+    EFFECTS[_knob] = {kind: dataclasses.replace(e, llm_refused=_why) if kind in MODEL_KINDS else e
+                      for kind, e in EFFECTS[_knob].items()}
+
+
+def knobs_changing(model_input: str) -> tuple[str, ...]:
+    """Knobs whose supported values change `model_input` (of MODEL_INPUTS) on every model kind, in Settings order."""
+    return tuple(k for k in DEFAULTS if all(model_input in EFFECTS[k][kind].inputs for kind in MODEL_KINDS))
+
 
 def _preset_batch(s: Any) -> bool:
     """The global batch is the preset's own: the learning-rate rule has nothing to scale."""
@@ -264,8 +291,6 @@ REFUSALS: tuple[Refusal, ...] = (
 )
 
 
-_LLM_KNOBS = ("tensor_parallel", "pipeline_stages", "sequence_parallel", "optimizer_shard", "flash_attention",
-              "parallel_mode")
 _CPU_DATA_ONLY = ("the MindSpore CPU backend runs data parallel only (mindspore.set_auto_parallel_context: "
                   "'CPU only supports data parallel')")
 
@@ -274,10 +299,19 @@ def _llm_default(s: Settings, knob: str) -> bool:
     return getattr(s, knob) == DEFAULTS[knob]
 
 
+# Knobs only the LLM composition reads: a model cell it does not compose refuses them.
+LLM_PLAN_KNOBS = knobs_changing(LLM_PLAN)
+
+
+def llm_refused_knobs() -> tuple[tuple[str, str], ...]:
+    """(knob, why) for each knob whose non-default value the LLM composition refuses, in Settings order."""
+    return tuple((k, why) for k in DEFAULTS if (why := EFFECTS[k][MODEL_KINDS[0]].llm_refused) is not None)
+
+
 REFUSALS += tuple(
     Refusal(knob, ("mindspore:cpu",), lambda s, f, knob=knob: not _llm_default(s, knob),
             lambda s, f, knob=knob: f"{knob}={value_text(getattr(s, knob))}: {_CPU_DATA_ONLY}")
-    for knob in ("parallel_mode", "tensor_parallel", "pipeline_stages", "optimizer_shard")
+    for knob in knobs_changing(LAYOUT)
 ) + (
     Refusal("flash_attention", ("mindspore:cpu", "mindspore:gpu"), lambda s, f: s.flash_attention,
             lambda s, f: "flash_attention=true: FlashAttentionScore has kernels for Ascend (Atlas A2/A3 training "
@@ -286,34 +320,19 @@ REFUSALS += tuple(
             lambda s, f: "flash_attention=true: this profile has no FlashAttentionScore timing to cost the fused "
                          "kernel with (measured on Atlas A2 only: hardware/calibration/data/public_flash_attention.csv)"),
     Refusal("tensor_parallel", MODEL_KINDS, lambda s, f: not f.llm_composition
-            and not all(_llm_default(s, k) for k in _LLM_KNOBS),
-            lambda s, f: "LLM parallelism (tensor_parallel, pipeline_stages, sequence_parallel, optimizer_shard, "
-                         "flash_attention, parallel_mode): the device model composes it in hardware/model/llm, "
-                         "which does not cost this cell"),
+            and not all(_llm_default(s, k) for k in LLM_PLAN_KNOBS),
+            lambda s, f: f"LLM parallelism ({', '.join(LLM_PLAN_KNOBS)}): the device model composes it in "
+                         "hardware/model/llm, which does not cost this cell"),
 )
 
 
-# What the LLM composition (hardware/model/llm) costs is the device side of a graph-mode, sunk step: compute,
-# collectives, the pipeline bubble, the optimizer. Host-side knobs it does not model are refused there, not ignored.
-_LLM_GRAPH_SINK = "the device model composes a decoder-only LLM's step as MindSpore trains one on Ascend, in graph mode with dataset sink (no per-kernel host dispatch, no per-step round trip); set mode=graph and sink=true"
-_LLM_NO_FUSION = "the device model composes a decoder-only LLM's step from its blocks as extracted; graph-kernel fusion of its blocks is not modelled"
-_LLM_NO_PIPELINE = "the LLM composition does not model the host data pipeline (a token batch is a few KB per sample); leave it at its default"
-_LLM_NO_CLIP = ("the LLM composition costs the optimizer's update kernels but not a clipping pass over the "
-                "gradients yet; leave it at its default")
-_LLM_OWN_MEMORY = "the LLM composition's memory model (Korthikanti et al.) has no SOMAS reuse or pool cap yet; leave it at its default"
 REFUSALS += (
     Refusal("mode", MODEL_KINDS, lambda s, f: f.llm_composition and s.mode != "graph", lambda s, f: f"mode={s.mode}: {_LLM_GRAPH_SINK}"),
     Refusal("sink", MODEL_KINDS, lambda s, f: f.llm_composition and not s.sink, lambda s, f: f"sink=false: {_LLM_GRAPH_SINK}"),
 ) + tuple(
     Refusal(knob, MODEL_KINDS, lambda s, f, knob=knob: f.llm_composition and not _llm_default(s, knob),
             lambda s, f, knob=knob, why=why: f"{knob}={value_text(getattr(s, knob))}: {why}")
-    for knob, why in (("graph_kernel", _LLM_NO_FUSION),
-                      ("sink_size", _LLM_NO_PIPELINE), ("workers", _LLM_NO_PIPELINE), ("prefetch", _LLM_NO_PIPELINE),
-                      ("data_format", _LLM_NO_PIPELINE),
-                      ("python_multiprocessing", _LLM_NO_PIPELINE), ("shared_mem", _LLM_NO_PIPELINE),
-                      ("augment_device", _LLM_NO_PIPELINE), ("drop_remainder", _LLM_NO_PIPELINE),
-                      ("grad_clip", _LLM_NO_CLIP),
-                      ("memory_optimize_level", _LLM_OWN_MEMORY), ("max_device_memory", _LLM_OWN_MEMORY))
+    for knob, why in llm_refused_knobs()
 )
 
 
@@ -343,11 +362,6 @@ def graph_knobs() -> tuple[str, ...]:
     """Knobs that change the compiled training step the device model reads (its cache key): those whose
     model effect is the op graph, in Settings order."""
     return knobs_changing(OP_GRAPH)
-
-
-def knobs_changing(model_input: str) -> tuple[str, ...]:
-    """Knobs whose supported values change `model_input` (of MODEL_INPUTS) on every model kind, in Settings order."""
-    return tuple(k for k in DEFAULTS if all(model_input in EFFECTS[k][kind].inputs for kind in MODEL_KINDS))
 
 
 # Knobs that change the numbers a training run computes (the accuracy run's key). Recompute is not one:

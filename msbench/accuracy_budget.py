@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hardware.mindspore.accuracy import BUDGET_FILE
+from hardware.model.target import ModelTarget
+from msbench.accuracy_phase import add_accuracies
+from msbench.matrix_file import load_matrix
+from msbench.records import Record
 
 
 def accuracy_records(matrix_path: str, seeds: int | None,
@@ -26,11 +30,6 @@ def accuracy_records(matrix_path: str, seeds: int | None,
     """The matrix's ok cells on its first target (of `workloads`, default all), each with its accuracy added
     by the accuracy phase `msbench run` uses (cached runs shared, the same lanes and threads), and the wall
     and CPU seconds that took."""
-    from hardware.model.target import ModelTarget
-    from msbench.accuracy_phase import add_accuracies
-    from msbench.matrix_file import load_matrix
-    from msbench.records import Record
-
     matrix = load_matrix(matrix_path)
     target = matrix.targets[0]
     cells = [e.cell for e in matrix.expand().entries if e.status == "ok" and e.cell.target == target
@@ -68,6 +67,7 @@ def trainings(records: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def summarize(records: Sequence[Any], wall_s: float, seeds: int, cpu_s: float | None = None) -> dict[str, Any]:
+    # pandas: the report's frames load only for the budget's summary
     from msbench.report.accuracy_widths import DIFFS, half_widths_by_seeds, widths_table
     from msbench.report.claims import CLAIMS
     from msbench.report.load import RecordSet
@@ -104,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=BUDGET_FILE)
     args = parser.parse_args(argv)
     records, wall, cpu = accuracy_records(args.matrix, args.seeds, args.workload)
-    from msbench.matrix_file import load_matrix
 
     summary = summarize(records, wall, args.seeds or load_matrix(args.matrix).accuracy_seeds, cpu)
     summary["matrix"] = args.matrix

@@ -69,11 +69,13 @@ def cell_from_args(args: argparse.Namespace, target: str):
     check_workload(args.workload, tuple(check_spec(p) for p in args.allow_plugin), "the command line")
     preset = args.preset
     if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
+        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
         from hardware.model.profile import default_preset, load_profile
 
         preset = default_preset(load_profile(target.partition(":")[2]))
     start: dict[str, object] = {}
     if hasattr(args, "start"):                  # `msbench predict --from`: the published recipe, --set over it
+        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
         from workloads.recipes import recipe_for
 
         recipe = recipe_for(args.workload, preset, args.start or "recipe")
@@ -234,11 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def list_command(args: argparse.Namespace) -> int:
     if args.md:
+        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
         from msbench.docs_gen import LIST_MARKDOWN
 
         print(LIST_MARKDOWN[args.what](), end="")
         return 0
     if args.what == "knobs":
+        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
         from hardware.knob_table import knob_table
 
         rows = knob_table()

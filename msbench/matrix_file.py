@@ -171,6 +171,7 @@ def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ..
         get_workload(name).preset(preset, overrides)
     start: dict[str, Any] = {}
     if _typed(table, "recipe", bool, False, where, "true or false"):   # workloads/recipes.toml, under `set`
+        # lazy: on the CLI's startup path; the recipes file is read only when a matrix starts from one
         from workloads.recipes import recipe_settings
 
         start = _knob_table(recipe_settings(name, where), f"{where}.recipe", "recipe")

@@ -224,8 +224,6 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
     if progress:
         print_summary(expansion, list(done.values()) + written, path)
         if stale:
-            from msbench.cli import print_table
-
             print(rerun_line(len(stale)) + "; against the previous record:")
             print_table(["id", "workload", "label", "previous -> now"], change_rows(stale, written))
     return RunResult(path=path, records=written, skipped=len(expansion.entries) - len(pending), rerun=len(stale))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from msbench.settings import Settings
+from workloads.train_step import apply_amp
 
 if TYPE_CHECKING:  # pragma: no cover
     from workloads.base import Preset, Workload
@@ -54,7 +55,6 @@ def reseed(reusable: ReusableStep, workload: "Workload", preset: "Preset", setti
     """The reusable step in the state a fresh `build_train_step(workload, preset, settings)` starts in."""
     import mindspore as ms
 
-    from workloads.train_step import apply_amp
 
     if unseeded(settings) != reusable.setting:
         raise ValueError(f"a step built for {reusable.setting} cannot train {unseeded(settings)}")

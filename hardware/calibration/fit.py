@@ -139,7 +139,7 @@ def fit_memory(base: HardwareProfile, cases: Sequence[FitCase]) -> HardwareProfi
         if not c.peak_memory_bytes:
             continue
         m = estimate_memory(c.graph, c.settings, bare, c.host.bytes_per_sample)
-        static = m.params + m.optimizer_states + m.accumulation
+        static = m.params + m.optimizer_states + (m.accumulation or 0)
         rows.append([(m.peak - static) / c.peak_memory_bytes, 1.0 / c.peak_memory_bytes])
         target.append(1.0 - static / c.peak_memory_bytes)
     if len(rows) < 2:

@@ -37,6 +37,7 @@ from msbench.host_share import exclusive_host
 from msbench.settings import make_settings
 from workloads.registry import WORKLOADS, calibration_entry, get_workload
 from workloads.train_step import build_train_step
+from workloads.pipeline import DEVICE_VISION_OPS
 
 REPEATS = 3                 # timed segments per mode and worker count (median); 18 segments a pipeline
 WORKER_COUNTS = (1, 2)
@@ -88,8 +89,6 @@ def pixels(array: Any) -> int:
 
 def vision_shares(wl: Any, preset: Any) -> dict[str, Any]:
     """Eager per-op seconds of the train split's map chain: the deterministic vision ops' shares."""
-    from workloads.pipeline import DEVICE_VISION_OPS
-
     spec_fn = getattr(wl, "pipeline_spec", None)
     result: dict[str, Any] = {"vision_shares": {}, "stored_pixels": 0, "output_pixels": 0}
     if spec_fn is None:

@@ -134,6 +134,7 @@ def workload_sources(workload: Any) -> list[Path]:
 
 
 def accuracy_key(cell: Cell) -> str:
+    # lazy: on the CLI's startup path (the matrix checks accuracy knobs); the training modules load when a run trains
     from hardware.mindspore.resolve import load_workload
 
     workload = load_workload(cell.workload)
@@ -190,6 +191,7 @@ def cached_accuracy(cell: Cell, run: Callable[[], dict[str, Any]]) -> AccuracyRe
 def train_and_evaluate(cell: Cell, built: dict[str, Any] | None = None, threads: int | None = None) -> AccuracyResult:
     """Train the accuracy preset and evaluate it, in this process (no cache). `built` keeps the compiled step
     of each setting between calls, so the next seed of that setting reuses it (workloads.reseed)."""
+    # lazy: on the CLI's startup path (the matrix checks accuracy knobs); the training modules load when a run trains
     from hardware.mindspore.backend import apply_context, plan_context, unsupported_reason
     from hardware.mindspore.resolve import load_workload
     from workloads.reseed import ReusableStep, reseed, unseeded

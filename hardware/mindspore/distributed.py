@@ -25,6 +25,9 @@ from msbench.cell import Cell
 from msbench.child import ChildScope
 from msbench.child_io import ANSWER, child_env, read_message, write_message
 from msbench.records import Record, StepStats
+from hardware.mindspore.measure import stop_reason
+from workloads.parallel_plan import apply_context as apply_parallel_context, plan_parallel
+from hardware.mindspore.session import run_session
 
 REQUEST_FILE = "msrun_request.json"
 LOG_DIR = "msrun_log"
@@ -64,6 +67,7 @@ def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
     unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
     if unsupported:
         return Record(cell=cell, status="unsupported", reason=unsupported[0])
+    # cycle: hardware.mindspore.target imports run_distributed from here
     from hardware.mindspore.target import make_metrics, per_step
 
     def step_median(rank: dict[str, Any]) -> float:
@@ -89,9 +93,6 @@ def rank_main(request_path: str) -> int:
     import mindspore as ms
     from mindspore.communication import get_group_size, get_rank, init
 
-    from hardware.mindspore.measure import stop_reason
-    from workloads.parallel_plan import apply_context as apply_parallel_context, plan_parallel
-    from hardware.mindspore.session import run_session
 
     apply_context(plan_context(cell.settings, request["device"]))
     init()

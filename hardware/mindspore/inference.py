@@ -25,6 +25,9 @@ from hardware.mindspore.resolve import load_workload
 from msbench.cell import Cell
 from msbench.records import Metrics, Record
 from workloads.train_step import apply_amp, micro_batch_size
+from hardware.mindspore.measure import measure_steps
+from hardware.mindspore.session import pin_threads
+from hardware.mindspore.profiling import profile_pass
 
 PERCENTILES = (50, 90, 99)
 RUNTIME = "mindspore.load + nn.GraphCell (MindIR)"
@@ -83,9 +86,6 @@ def export_forward(cell: Cell, workdir: Path) -> tuple[Any, list[Any], dict[str,
 
 def run_inference(cell: Cell, device: str, config: MeasureConfig, profile_dir: Path | None) -> Record:
     """Measure one inference cell in this process (the target's isolated child)."""
-    from hardware.mindspore.measure import measure_steps
-    from hardware.mindspore.session import pin_threads
-
     plan = plan_context(cell.settings, device)
     apply_context(plan)
     extra: dict[str, Any] = pin_threads(plan)
@@ -102,8 +102,6 @@ def run_inference(cell: Cell, device: str, config: MeasureConfig, profile_dir: P
     op_profile: dict[str, Any] = {}
     pool_peak = None
     if profile_dir is not None:
-        from hardware.mindspore.profiling import profile_pass
-
         profiled = profile_pass(run_once, profile_dir, device)
         op_profile, pool_peak = profiled.summary, profiled.pool_peak
     elif not plan.device_memory_counters and config.memory_profile_steps:

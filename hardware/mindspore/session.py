@@ -23,6 +23,8 @@ from msbench.cache import cache_dir
 from msbench.cell import Cell
 from workloads.parallel_plan import plan_parallel
 from workloads.train_step import build_train_step
+from workloads.pipeline import ragged_last_batch
+from hardware.mindspore.profiling import profile_pass
 
 MS_OOM_MARKERS = ("Memory not enough", "Memory isn't enough", "alloc failed", "Allocate memory failed")
 
@@ -89,7 +91,6 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
     preset = workload.preset(cell.preset, cell.overrides)
     with memory.PeakRSS() as rss:
         step = build_train_step(workload, preset, cell.settings)
-        from workloads.pipeline import ragged_last_batch
 
         # the capability table's refusals known once the step is built (as the device model's after extraction)
         refused = refusal(cell.settings, f"mindspore:{device}",
@@ -109,8 +110,6 @@ def run_session(cell: Cell, device: str, config: MeasureConfig, *, rank: int = 0
         device_peak = memory.device_max_allocated() if plan.device_memory_counters else None
     pool_peak, op_profile = None, {}
     if profile_dir is not None:
-        from hardware.mindspore.profiling import profile_pass
-
         profiled = profile_pass(lambda: run_step(*fetch()).asnumpy(), profile_dir, device)
         op_profile = profiled.summary
         pool_peak = None if plan.device_memory_counters else profiled.pool_peak

@@ -27,6 +27,14 @@ from hardware.scenarios import scenario_refusal
 from msbench.freshness import files_digest, fingerprint, recorded_options
 from msbench.records import Metrics, Record, StepStats
 from msbench.resources import suite_path
+from hardware.mindspore.session import is_mindspore_oom
+from hardware.mindspore.inference import run_inference
+from hardware.mindspore.distributed import run_distributed
+from hardware.mindspore.dataset_cache import DatasetCacheServer
+from hardware.mindspore.measure import process_stop_reason
+from hardware.mindspore.measure import process_stats
+from hardware.mindspore.inference import latency_percentiles
+from hardware.mindspore.session import run_session
 
 if TYPE_CHECKING:  # pragma: no cover
     from hardware.mindspore.memory import MemoryReport
@@ -69,20 +77,14 @@ class MindSporeTarget:
                                             self.profile_dir is not None))
 
     def run(self, cell: Cell) -> Record:
-        from hardware.mindspore.session import is_mindspore_oom
-
         reason = self.supports(cell)     # also checked here: `run` may be called without the runner
         if reason:
             return Record(cell=cell, status="unsupported", reason=reason)
         try:
             with self._dataset_cache(cell):
                 if cell.scenario == "inference":
-                    from hardware.mindspore.inference import run_inference
-
                     record = run_inference(cell, self.device, self.config, self.cell_profile_dir(cell))
                 elif cell.settings.devices > 1:
-                    from hardware.mindspore.distributed import run_distributed
-
                     record = run_distributed(cell, self.device, self.config)
                     if self.profile_dir:
                         record.metrics.op_profile = {"reason": "not profiled: the Profiler runs on one-device cells "
@@ -102,21 +104,16 @@ class MindSporeTarget:
         """MindSpore's cache server for the cell's lifetime when `cache=true` (msrun ranks inherit its env)."""
         if not cell.settings.cache:
             return nullcontext()
-        from hardware.mindspore.dataset_cache import DatasetCacheServer
 
         return DatasetCacheServer(log_dir=Path.cwd() / "dataset-cache-log")
 
     def process_stop(self, records: Sequence[Record]) -> str | None:
         """msbench.repeat's question: enough fresh processes for this cell? (measure.process_stop_reason)"""
-        from hardware.mindspore.measure import process_stop_reason
-
         return process_stop_reason([r.metrics.step_time_s for r in records], self.config)
 
     def combine_processes(self, cell: Cell, records: Sequence[Record], reason: str) -> Record:
         """One record from the cell's process records: step time and interval over the process medians,
         throughput from that median, compile and data wait their medians, the largest memory peak."""
-        from hardware.mindspore.measure import process_stats
-
         stats = process_stats([r.metrics.step_time_stats for r in records])
         first = records[0].metrics
         median = stats.median
@@ -135,7 +132,6 @@ class MindSporeTarget:
                           peak_memory_detail=peak.peak_memory_detail, compile_time_s=compile_s,
                           breakdown={"data_wait": data_s, "compute": max(0.0, median - data_s)}, extra=extra)
         if cell.scenario == "inference":       # percentiles of every process's calls
-            from hardware.mindspore.inference import latency_percentiles
 
             metrics = replace(metrics, latency_s=latency_percentiles(stats.samples))
         with_accuracy = next((r for r in records if r.metrics.accuracy is not None), None)
@@ -150,8 +146,6 @@ class MindSporeTarget:
         return Path(self.profile_dir) / cell.id if self.profile_dir else None
 
     def _run_local(self, cell: Cell) -> Record:
-        from hardware.mindspore.session import run_session
-
         result = run_session(cell, self.device, self.config, profile_dir=self.cell_profile_dir(cell))
         if result.unsupported:
             return Record(cell=cell, status="unsupported", reason=result.unsupported)

@@ -30,6 +30,7 @@ from hardware.model.opgraph import OpGraph
 from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
 from workloads.registry import get_workload
 from workloads.train_step import micro_batch_size
+from workloads.registry import workload_sources as sources
 
 CACHE_KIND = "opgraph"
 SCHEMA = 1                       # bump when the OpGraph layout changes (parser edits change PARSER_SOURCES)
@@ -71,8 +72,6 @@ def mindspore_version() -> str:
 def workload_sources(workload: str) -> list[Path]:
     """The workload's sources (a plugin's too) plus the shared step builder, base and pipeline: editing any
     changes the key (workloads/registry.py)."""
-    from workloads.registry import workload_sources as sources
-
     return sources(workload)
 
 

@@ -26,7 +26,7 @@ from hardware.model.compute import kernels
 from hardware.model.estimates import estimates_used
 from hardware.model.host_time import HostCostLike, HostTime, kernel_path_seconds, kernel_slots
 from hardware.model.lowering import lower
-from hardware.model.memory import MemoryEstimate
+from hardware.model.memory_estimate import MemoryEstimate
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import Prediction, StepParts, peak_tflops
 from hardware.model.profile import HardwareProfile

@@ -30,8 +30,8 @@ max_size is ("the actual memory used is the minimum of the device's available me
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from hardware.model.memory_estimate import MemoryEstimate
 from hardware.model.opgraph import OpGraph
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
@@ -56,35 +56,6 @@ def fragmentation_share(settings: Settings, profile: HardwareProfile) -> float:
     """Allocator overhead on the dynamic memory: the pool's (O0) or SOMAS' packing loss (O1)."""
     share = profile.memory.fragmentation
     return share * profile.tips.somas_packing_loss if settings.memory_optimize_level == "O1" else share
-
-
-@dataclass(frozen=True)
-class MemoryEstimate:
-    """Bytes per component of the peak; they add up to `peak`."""
-
-    params: int
-    optimizer_states: int          # and every other persistent weight (BN statistics, loss scale)
-    accumulation: int
-    activations: int
-    grads: int                     # gradient bytes beyond the activation memory backward frees
-    workspace: int
-    data_queue: int
-    fragmentation: int
-    capacity: int
-
-    @property
-    def peak(self) -> int:
-        return (self.params + self.optimizer_states + self.accumulation + self.activations + self.grads
-                + self.workspace + self.data_queue + self.fragmentation)
-
-    @property
-    def oom(self) -> bool:
-        return self.peak > self.capacity
-
-    def to_dict(self) -> dict[str, int]:
-        return {"params": self.params, "optimizer_states": self.optimizer_states,
-                "accumulation": self.accumulation, "activations": self.activations, "grads": self.grads,
-                "workspace": self.workspace, "data_queue": self.data_queue, "fragmentation": self.fragmentation}
 
 
 def persistent_state_bytes(graph: OpGraph, settings: Settings) -> int:

@@ -21,6 +21,8 @@ from msbench.cell import Cell
 from msbench.errors import UserError
 from msbench.records import Metrics, Record
 from hardware.scenarios import scenario_refusal
+from hardware.model.llm.predict import predict_llm_cell
+from hardware.model.inference import predict_inference
 
 LLM_INFERENCE = ("scenario=inference: the device model composes a decoder-only LLM's training step from one "
                  "block; a forward-only LLM prediction is not built")
@@ -64,15 +66,11 @@ def refusal_after(plan: CellPlan, result: CellPrediction) -> str | None:
 def model_prediction(plan: CellPlan) -> CellPrediction:
     """The model's answer for a cell it predicts (no refusal checked): an LLM is composed from blocks."""
     if plan.llm:
-        from hardware.model.llm.predict import predict_llm_cell
-
         prediction, graphs = predict_llm_cell(plan)
         return CellPrediction(prediction, graphs.block, plan.profile)
     host = plan_host(plan)
     graph = plan_graph(plan)
     if plan.cell.scenario == "inference":
-        from hardware.model.inference import predict_inference
-
         return CellPrediction(predict_inference(graph, plan.settings, plan.profile, host), graph, plan.profile, host)
     return CellPrediction(predict(graph, plan.settings, plan.profile, host), graph, plan.profile, host)
 

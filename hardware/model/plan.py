@@ -16,6 +16,7 @@ from msbench.cell import Cell
 from msbench.settings import Settings
 from workloads.registry import calibration_entry, get_workload
 from workloads.train_step import steps_per_epoch
+from workloads.pipeline import ragged_last_batch
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,6 @@ class CellPlan:
 def resolve(cell: Cell, profile: HardwareProfile | str, *, accuracy: bool = False) -> CellPlan:
     """The cell on a profile (an object or a name: the cell's own target need not be that profile, as when
     `msbench validate` predicts a cell measured on `mindspore:cpu`). A bad preset or override raises here."""
-    from workloads.pipeline import ragged_last_batch
-
     prof = load_profile(profile) if isinstance(profile, str) else profile
     workload = get_workload(cell.workload)
     spec = workload.preset(cell.preset, cell.overrides)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
-from hardware.mindspore.accuracy import ACCURACY_SEEDS
+from hardware.mindspore.accuracy import ACCURACY_SEEDS, accuracy_key, not_run_reason, seed_cells, training_cost
 from hardware.mindspore.backend import host_cpus
 from hardware.model.graph import compile_missing_graphs, graph_plan, mindspore_version, missing_graphs, workload_sources
 from hardware.model.llm.predict import cell_parts
@@ -25,6 +25,11 @@ from msbench.records import Record
 
 
 from msbench.resources import suite_path
+from hardware.model.op_times import predicted_op_profile
+from hardware.model.predict import canonical
+from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
+from hardware.mindspore.target import add_accuracy
+
 MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (suite_path(f"hardware/{d}") for d in ("model", "mindspore", "calibration"))
 SPINE = (suite_path("hardware/capabilities.py"), suite_path("msbench/settings.py"))
 
@@ -119,14 +124,9 @@ class ModelTarget:
         if result is None:
             return record
         if self.op_profile and result.prediction.parts is not None:
-            from hardware.model.op_times import predicted_op_profile
-            from hardware.model.predict import canonical
-
             parts = result.prediction.parts
             record.metrics.op_profile = canonical(predicted_op_profile(parts.kernels, parts.slots))
         if self.trace_dir:
-            from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
-
             if result.prediction.parts is None:
                 record.metrics.extra["trace"] = UNTRACEABLE        # the record says why its trace file is missing
             else:
@@ -138,8 +138,6 @@ class ModelTarget:
     def accuracy_group(self, record: Record) -> str | None:
         """The trainings the record's accuracy reads (its first seed's cache key): records with equal groups
         share them, so the accuracy phase trains each group once. None when the record trains nothing."""
-        from hardware.mindspore.accuracy import accuracy_key, not_run_reason, seed_cells
-
         if not_run_reason(record.cell.settings, self.accuracy_knobs):
             return None
         try:
@@ -149,14 +147,10 @@ class ModelTarget:
 
     def accuracy_cost(self, record: Record) -> float:
         """An estimate of the CPU seconds the record's trainings take (the phase starts the dearest first)."""
-        from hardware.mindspore.accuracy import training_cost
-
         return training_cost(record.cell, self.accuracy_seeds)
 
     def add_accuracy(self, record: Record, lanes: int = 1) -> None:
         """The real tiny-preset accuracy of the record's numerics (cached, trained in a child process that
         takes 1/`lanes` of the host's CPUs: the phase runs `lanes` trainings at once)."""
-        from hardware.mindspore.target import add_accuracy
-
         add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs, threads=None if lanes <= 1 else
                      max(1, host_cpus() // lanes))

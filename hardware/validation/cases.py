@@ -26,6 +26,7 @@ from msbench.errors import ConfigError
 from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
 from workloads.registry import WORKLOADS, get_workload
+from hardware.model.profile import profile_names
 
 PUBLISHED = suite_path("hardware/validation/published.toml")
 # Published units and what they measure: a step time, samples per second over all devices, or tokens
@@ -176,7 +177,6 @@ def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
         if missing:
             raise ConfigError("knobs", missing[0], "stated in every expressible case: " + ", ".join(STATED_KNOBS),
                               where)
-        from hardware.model.profile import profile_names
 
         if raw["profile"] not in profile_names():
             raise ConfigError("profile", raw["profile"], ", ".join(profile_names()), where)

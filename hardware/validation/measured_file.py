@@ -23,6 +23,7 @@ from hardware.validation.cases import STATED_KNOBS, PublishedCase, check_preset
 from msbench.cell import parse_overrides
 from msbench.errors import ConfigError, UserError
 from msbench.settings import make_settings, parse_assignments
+from hardware.model.profile import profile_names
 
 # What one run states (TOML keys and CSV columns): exactly one of the two measured figures.
 FIGURES = {"step_time_ms": "ms/step", "samples_per_s": "samples/s"}
@@ -150,8 +151,6 @@ def log_runs(path: Path, run: LogRun) -> tuple[dict[str, Any], str]:
 
 def run_case(raw: Mapping[str, Any], where: str, profile: str, path: Path) -> PublishedCase:
     """One run as a case: the checks a published case's expressible fields get, with this file's places."""
-    from hardware.model.profile import profile_names
-
     unknown = sorted(set(raw) - set(RUN_KEYS))
     if unknown:
         raise ConfigError("key", unknown[0], ", ".join(RUN_KEYS), where)

@@ -25,6 +25,7 @@ from msbench.matrix import check_workload_settings
 from msbench.outputs import check_file
 from msbench.settings import make_settings, parse_assignments
 from workloads.recipes import recipe_for
+from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
@@ -77,8 +78,6 @@ def predict_command(args: argparse.Namespace) -> int:
     if imported is not None and imported.parameters is None:
         imported = dataclasses.replace(imported, parameters=graph_parameters(cell, args.hardware))
     if args.trace is not None:
-        from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
-
         if prediction.parts is None:
             raise UserError(f"--trace={args.trace} is not allowed for {cell.workload}: {UNTRACEABLE}")
         write_trace(args.trace, prediction, trace_title(cell))

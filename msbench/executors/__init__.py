@@ -98,6 +98,7 @@ def check_executor(name: str | None, address: str | None) -> None:
     check_address(chosen, address)
     cluster = address or os.environ.get("RAY_ADDRESS")
     if chosen == "ray" and cluster:
+        # cycle: msbench.executors.ray_cluster imports CellJob and Done from here
         from msbench.executors.ray_cluster import check_reachable
 
         check_reachable(cluster, "--address" if address else "RAY_ADDRESS")

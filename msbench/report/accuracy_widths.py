@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from msbench.report.frame import paired_accuracy_pp, seed_accuracies
+from msbench.stats import mean_interval
 
 PROXY_NOTE = ("An accuracy delta is a CPU-numerics proxy: real MindSpore on the CPU trains the workload's small "
               "accuracy preset with the cell's numerics knobs, seed-paired; it is not the full network's accuracy "
@@ -56,6 +57,4 @@ def widths_table(frame: pd.DataFrame, claims: tuple) -> pd.DataFrame:
 def half_widths_by_seeds(diffs: list[float]) -> dict[int, float]:
     """The half-width the interval would have had with only the first n seed pairs, n = 2 .. all: what
     each seed buys (docs/generated/accuracy.md)."""
-    from msbench.stats import mean_interval
-
     return {n: mean_interval(diffs[:n])[1] for n in range(2, len(diffs) + 1)}

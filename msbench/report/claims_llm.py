@@ -48,6 +48,7 @@ def bubble_measure(few: pd.Series, many: pd.Series) -> dict[str, float | None]:
 
 def fewer_and_more_micro_batches(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """Pairs of pipelined ok cells that differ only in micro_batches (and so the micro-batch size)."""
+    # cycle: msbench.report.claims imports llm_claims from here
     from msbench.report.claims import same_except
 
     for _, group in same_except(frame, {"micro_batches"}):
@@ -67,6 +68,7 @@ def memory_175b_measure(plain: pd.Series, sharded: pd.Series) -> dict[str, float
 def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """gpt3-175b cells, ok or OOM: no sharding and no recompute against optimizer_shard with full or
     selective recompute, everything else equal."""
+    # cycle: msbench.report.claims imports llm_claims from here
     from msbench.report.claims import CONTEXT, KNOBS
 
     cells = frame[(frame["workload"] == "gpt3-175b") & frame["status"].isin(["ok", "oom"])]
@@ -84,6 +86,7 @@ def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.
 
 
 def llm_claims() -> tuple["Claim", ...]:
+    # cycle: msbench.report.claims imports llm_claims from here
     from msbench.report.claims import Check, Claim, pairs
 
     return (

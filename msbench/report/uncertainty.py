@@ -18,6 +18,9 @@ import pandas as pd
 from msbench.records import Record
 from msbench.report import claims
 from msbench.report.load import RecordSet
+from msbench.cache import content_key
+from msbench.freshness import files_digest
+from msbench.cache import cached
 
 MODEL_PREFIX = "model:"
 ROBUST, MEASURED = "robust", "measured (no model constants)"
@@ -159,8 +162,6 @@ def robustness_key(records: list[Record], target: str) -> str:
     """A function of the records and the claims' code (msbench/report)."""
     from pathlib import Path
 
-    from msbench.cache import content_key
-    from msbench.freshness import files_digest
 
     judged = sorted(({"cell": r.cell.to_dict(), "status": r.status, "metrics": r.to_dict()["metrics"]} for r in records),
                     key=lambda d: d["cell"]["id"])
@@ -181,8 +182,6 @@ def from_entry(entry: Mapping[str, Any]) -> list[Robustness]:
 
 def cached_target_robustness(records: list[Record], target: str) -> list[Robustness]:
     """target_robustness from the cache (a warm report judges nothing again), computed once otherwise."""
-    from msbench.cache import cached
-
     entry, _ = cached(CACHE_KIND, robustness_key(records, target), lambda: to_entry(target_robustness(records, target)),
                       validate=from_entry)
     return from_entry(entry)

@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hardware.model.llm import comm
-from hardware.model.llm.memory import ACT_BYTES, GRAD_BYTES, LlmMemory, StageParams, llm_memory
+from hardware.model.llm.memory import ACT_BYTES, GRAD_BYTES, StageParams, llm_memory
 from hardware.model.llm.shape import DecoderShape, Parallel
+from hardware.model.memory_estimate import MemoryEstimate
 from hardware.model.profile import HardwareProfile
 
 
@@ -48,7 +49,7 @@ class PassCost:
 class LlmStep:
     step_time_s: float
     breakdown: dict[str, float]       # seconds per step; they add up to step_time_s
-    memory: LlmMemory
+    memory: MemoryEstimate
     tokens_per_step: int              # over all cards
     model_flops_per_token: float
     bubble_fraction: float

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hardware.model.llm.shape import DecoderShape, Parallel
+from hardware.model.memory_estimate import MemoryEstimate
 from hardware.model.profile import HardwareProfile
 
 ACT_BYTES = 2            # 16-bit activations (fp16/bf16 compute)
@@ -87,37 +88,8 @@ def last_stage_extra_bytes(shape: DecoderShape, par: Parallel) -> float:
     return norm_and_head + 4 * sb * shape.vocab / par.tp
 
 
-@dataclass(frozen=True)
-class LlmMemory:
-    """Bytes per component on the fullest card; they add up to `peak`."""
-
-    params: int
-    grads: int
-    optimizer_states: int
-    activations: int
-    transient: int            # one layer's all-gathered weights and full gradient (optimizer_shard)
-    workspace: int
-    fragmentation: int
-    capacity: int
-    stage: str                # which pipeline stage is the fullest: first | last | only
-
-    @property
-    def peak(self) -> int:
-        return (self.params + self.grads + self.optimizer_states + self.activations + self.transient
-                + self.workspace + self.fragmentation)
-
-    @property
-    def oom(self) -> bool:
-        return self.peak > self.capacity
-
-    def to_dict(self) -> dict[str, int]:
-        return {"params": self.params, "grads": self.grads, "optimizer_states": self.optimizer_states,
-                "activations": self.activations, "transient": self.transient, "workspace": self.workspace,
-                "fragmentation": self.fragmentation}
-
-
 def stage_memory(shape: DecoderShape, par: Parallel, params: StageParams, profile: HardwareProfile,
-                 stage: str) -> LlmMemory:
+                 stage: str) -> MemoryEstimate:
     """Memory of the first or the last pipeline stage (`only` when pp = 1: both ends on one card)."""
     layers = shape.layers // par.pp
     in_flight = min(par.pp, par.micro_batches) if stage in ("first", "only") else 1
@@ -135,14 +107,14 @@ def stage_memory(shape: DecoderShape, par: Parallel, params: StageParams, profil
     mem = profile.memory
     workspace = int(mem.workspace_mib * 2**20)
     dynamic = activations + transient + workspace
-    return LlmMemory(params=round(PARAM_BYTES * local / shard), grads=round(GRAD_BYTES * local / shard),
-                     optimizer_states=round(ADAM_STATE_BYTES * local / shard), activations=round(activations),
-                     transient=round(transient), workspace=workspace,
-                     fragmentation=round(dynamic * mem.fragmentation), capacity=int(mem.usable_gib * 2**30),
-                     stage=stage)
+    return MemoryEstimate(params=round(PARAM_BYTES * local / shard), grads=round(GRAD_BYTES * local / shard),
+                          optimizer_states=round(ADAM_STATE_BYTES * local / shard), activations=round(activations),
+                          transient=round(transient), workspace=workspace,
+                          fragmentation=round(dynamic * mem.fragmentation), capacity=int(mem.usable_gib * 2**30),
+                          stage=stage)
 
 
-def llm_memory(shape: DecoderShape, par: Parallel, params: StageParams, profile: HardwareProfile) -> LlmMemory:
+def llm_memory(shape: DecoderShape, par: Parallel, params: StageParams, profile: HardwareProfile) -> MemoryEstimate:
     """The fullest card's memory: the first stage (most micro-batches in flight) or the last (logits)."""
     if par.pp == 1:
         return stage_memory(shape, par, params, profile, "only")
