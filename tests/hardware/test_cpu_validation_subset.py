@@ -4,6 +4,7 @@ wiring into the command (the subset's cells only, 3 processes each; `--full` the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from argparse import Namespace
 from collections import Counter
@@ -113,3 +114,27 @@ def test_the_summary_carries_each_statistic_with_its_interval():
     assert s["step_spearman_ci95"][0] <= s["step_spearman"] <= s["step_spearman_ci95"][1]
     assert s["memory_median_abs_error_ci95"] == pytest.approx([0.1, 0.1])
     assert command.with_ci(s, "step_median_abs_error", ".1%") == "10.0% [95%: 0.0% to 30.0%]"
+
+
+def test_subset_check_sets_the_subset_beside_the_full_run(monkeypatch, cells):
+    """subset_check on a committed run (predictions faked): the subset's validate cells against all 24."""
+    from hardware.validation import subset_check
+
+    errors = {c.id: 0.02 * (i % 9) - 0.07 for i, c in enumerate(cells)}
+    records = [SimpleNamespace(cell=c) for c in cells]
+
+    def fake_compare(record, profile):
+        c = record.cell
+        measured = 0.01 * (1 + len(c.id) + int(c.id, 16) % 97)
+        return dataclasses.replace(comparison(measured, measured * (1 + errors[c.id])), split=split_of(c), cell_id=c.id)
+
+    monkeypatch.setattr(subset_check, "measured_records", lambda path: records)
+    monkeypatch.setattr(subset_check, "compare", fake_compare)
+    result = subset_check.check("cpu", Path("unused.jsonl"))
+    assert result.full["cells"] == 24 and result.subset["cells"] == 10
+    full_median = sorted(abs(errors[c.id]) for c in cells if c.overrides)[11:13]
+    assert result.full["step_median_abs_error"] == pytest.approx(sum(full_median) / 2)
+    assert result.within("step_median_abs_error") == (
+        result.subset["step_median_abs_error_ci95"][0] <= result.full["step_median_abs_error"]
+        <= result.subset["step_median_abs_error_ci95"][1])
+    assert subset_check.line(result).startswith("| `cpu` | 24: ")
