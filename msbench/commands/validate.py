@@ -29,7 +29,7 @@ from msbench.runner import run_matrix
 # A short measurement protocol per process (still >= 5 steps); the committed --full runs used it with up to
 # 6 processes a cell (48-96 minutes here). The default measures the subset of cpu_subset.py in 3 processes
 # a cell (their median was within 3% of the 6 processes' median for half the committed cells, 5-18% at
-# the 90th percentile): about 10 minutes of the committed EPYC run's cell times (docs/validation.md).
+# the 90th percentile): 587 s of the committed EPYC run's cell times, plus extractions (docs/validation.md).
 SHORT_STEPS = {"MSBENCH_MEASURE_TIME_BUDGET_S": "6", "MSBENCH_MEASURE_MAX_STEPS": "30",
                "MSBENCH_MEASURE_CI_TARGET": "0.03"}
 QUICK_PROTOCOL = {**SHORT_STEPS, "MSBENCH_MEASURE_PROCESSES": "3", "MSBENCH_MEASURE_MAX_PROCESSES": "3"}
