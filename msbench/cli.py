@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/validation")
     p.add_argument("--json", action="store_true")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--full", action="store_true",
+                   help="cpu profiles: measure all 40 cells of matrices/validation.toml with up to 6 processes each "
+                        "(about an hour; default: 12 cells chosen by hardware/validation/cpu_subset.py, 3 processes)")
     p.add_argument("--skip", action="append", metavar="CASE", help="published case not to predict here (repeatable)")
     p.add_argument("--locked", action="store_true",
                    help="published runs: report the locked part, held out of model work (default: the development part)")

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from msbench.cell_run import check_timeout
 from msbench.child import Terminated
@@ -112,8 +112,9 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
                timeout: float = 1800.0, progress: bool = True, extra: Mapping[str, Any] | None = None,
                plugins: Iterable[str] = (), max_cells: int = MAX_CELLS, executor: str | None = None,
                address: str | None = None, trace_dir: str | Path | None = None,
-               wait_quiet_s: float = 0.0) -> RunResult:
-    """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`)."""
+               wait_quiet_s: float = 0.0, only: Collection[str] | None = None) -> RunResult:
+    """Run the matrix's pending cells on `executor` (msbench.executors: local, or ray at `address`);
+    `only`: these cell ids of it and no others (a subset chosen by a caller, e.g. validate's default)."""
     check_timeout(timeout)
     if jobs is not None and (type(jobs) is not int or jobs < 1):
         raise UserError(f"--jobs={jobs!r} is not allowed; allowed: an integer >= 1")
@@ -133,7 +134,8 @@ def run_matrix(matrix_path: str | Path, *, target: str | None = None, out: str |
     out = check_dir("--out", out)
     label = target or "+".join(matrix.targets)
     path = out / f"{run_id}.jsonl" if run_id else default_run_path(out, matrix.name, label, shard_ij, resume)
-    todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)]
+    todo = [e for e in expansion.entries if e.status != "excluded" and in_shard(e.cell.id, shard_ij)
+            and (only is None or e.cell.id in only)]
     if not todo:
         where = f" in shard {shard}" if shard_ij[1] > 1 else ""
         raise UserError(f"{matrix.name}: no cells to run{where} ({expansion.summary_line()}); nothing was written")

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from hardware.calibration.cpu_runs import measured_cpus, split_of
 from hardware.model.outcome import predict_cell
+from hardware.validation.intervals import median_interval, spearman_interval
 from hardware.model.profile import load_profile, profile_names
 from msbench.records import Record
 from msbench.resources import suite_path
@@ -70,15 +71,23 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
 
 def summarize(rows: Sequence[Comparison]) -> dict[str, Any]:
+    """Median |error| and Spearman of step time and memory, each with its 95% interval (intervals.py)."""
     with_mem = [r for r in rows if r.memory_error is not None]
+    step_err = [abs(r.step_error) for r in rows]
+    mem_err = [abs(r.memory_error) for r in with_mem if r.memory_error is not None]
+    step_xy = ([r.measured_step_s for r in rows], [r.predicted_step_s for r in rows])
+    mem_xy = ([float(r.measured_memory_bytes or 0) for r in with_mem], [float(r.predicted_memory_bytes) for r in with_mem])
     return {
         "cells": len(rows),
-        "step_median_abs_error": statistics.median(abs(r.step_error) for r in rows) if rows else None,
-        "step_spearman": spearman([r.measured_step_s for r in rows], [r.predicted_step_s for r in rows]),
+        "step_median_abs_error": statistics.median(step_err) if rows else None,
+        "step_median_abs_error_ci95": median_interval(step_err),
+        "step_spearman": spearman(*step_xy),
+        "step_spearman_ci95": spearman_interval(*step_xy),
         "memory_cells": len(with_mem),
-        "memory_median_abs_error": statistics.median(abs(r.memory_error) for r in with_mem) if with_mem else None,
-        "memory_spearman": spearman([r.measured_memory_bytes for r in with_mem],
-                                    [r.predicted_memory_bytes for r in with_mem]),
+        "memory_median_abs_error": statistics.median(mem_err) if with_mem else None,
+        "memory_median_abs_error_ci95": median_interval(mem_err),
+        "memory_spearman": spearman(*mem_xy),
+        "memory_spearman_ci95": spearman_interval(*mem_xy),
     }
 
 
@@ -108,9 +117,11 @@ def cpu_identity(profile: str, records: Sequence[Record]) -> dict[str, Any]:
             "profiles_fitted_on_the_measured_cpu": alternatives}
 
 
-def report(rows: list[Comparison], profile: str, run_path: Path, records: Sequence[Record]) -> dict[str, Any]:
+def report(rows: list[Comparison], profile: str, run_path: Path, records: Sequence[Record],
+           selection: str = "") -> dict[str, Any]:
+    """`selection` says which cells were measured (the default subset or the full matrix)."""
     splits = {s: summarize([r for r in rows if r.split == s]) for s in ("fit", "validate")}
-    return {"profile": profile, "real_target": REAL_TARGET, "run": str(run_path), "goals": GOALS,
+    return {"profile": profile, "real_target": REAL_TARGET, "run": str(run_path), "goals": GOALS, "selection": selection,
             "cpu": cpu_identity(profile, records), "summary": splits,
             "validate_goals_met": goals_met(splits["validate"]), "cells": [asdict(r) for r in rows]}
 

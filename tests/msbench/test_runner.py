@@ -72,6 +72,15 @@ def test_shards_partition_the_cells(tmp_path, support_path):
     assert in_shard("00000000000f", (1, 3)) and not in_shard("00000000000f", (2, 3))
 
 
+def test_only_runs_the_cells_named(tmp_path, support_path):
+    """validate's default subset: run_matrix(only=ids) runs those cells of the matrix and no others."""
+    path = matrix(tmp_path, INLINE, list(range(7, 12)))
+    every = [r.cell_id for r in run_matrix(path, plugins=PLUGINS, out=tmp_path / "all", progress=False).records]
+    chosen = set(every[1:3])
+    assert {r.cell_id for r in run_matrix(path, plugins=PLUGINS, out=tmp_path / "some", progress=False,
+                                          only=chosen).records} == chosen
+
+
 def test_jobs_run_cells_concurrently_and_record_each_once(tmp_path, support_path):
     path = matrix(tmp_path, INLINE, list(range(7, 15)))
     result = run_matrix(path, plugins=PLUGINS, out=tmp_path / "runs", jobs=3, progress=False)

@@ -75,6 +75,27 @@ def model_facts(model: str) -> tuple[int, str]:
     return int(size[-1]), registry.model_entrypoint(model).__module__.rpartition(".")[2]
 
 
+@functools.cache
+def unsupported() -> dict[str, str]:
+    """Models the adapter refuses, each with why (mindcv.toml's [unsupported], found by the zoo walk:
+    hardware/model/zoo_walk.py)."""
+    with open(PRESETS_FILE, "rb") as fh:
+        return dict(tomllib.load(fh).get("unsupported", {}))
+
+
+def offered_models() -> list[str]:
+    """Every model of mindcv's registry, sorted: the adapter accepts each but `unsupported()`."""
+    require_mindcv()
+    from mindcv.models import list_models
+
+    return sorted(list_models())
+
+
+def module_of(model: str) -> str:
+    """The mindcv module (architecture family) that defines `model`, e.g. `convnext`."""
+    return model_facts(model)[1]
+
+
 def resnet50() -> Workload:
     from workloads.registry import get_workload
 
@@ -91,6 +112,9 @@ class MindCVWorkload(Workload):
         self.model = model
         self.name = f"mindcv:{model}"
         model_facts(model)                        # refuse an unknown model (or a missing package) now
+        if (reason := unsupported().get(model)) is not None:
+            raise ConfigError("mindcv model", model, "a mindcv model msbench can extract (not "
+                              f"{', '.join(sorted(unsupported()))})", rule=reason)
 
     def presets(self) -> dict[str, Preset]:
         """resnet50's presets with this model's input size and the fields of mindcv.toml."""
