@@ -39,6 +39,9 @@ KV_HEADS = ("n_kv_heads", "num_key_value_heads")
 FFN = ("intermediate_size", "ffn_hidden_size")
 VOCAB = ("vocab_size", "padded_vocab_size")
 QKV_BIAS = ("qkv_has_bias", "add_qkv_bias")
+# Qwen 1 (QwenConfig) always builds its fused c_attn with Q/K/V biases and has no key saying so: its published
+# 7,721,324,544 parameters hold 32 layers x 3 x 4,096 of them (tools/independent_check found the gap)
+ALWAYS_QKV_BIAS = ("QwenConfig",)
 SWIGLU_ACTS = ("silu", "swiglu", "swish")
 NUMERICS_ONLY = "numerics only: no effect on the step time or memory the device model predicts"
 GENERATION = "inference and generation setting: no effect on a training step"
@@ -200,7 +203,8 @@ def network_shape(f: ConfigFields, where: str) -> dict[str, Any]:
     f.preset(MC + "hidden_act", "mlp", mlp)
     norm = "layernorm" if f.has(MC + "rmsnorm") and not f.get(MC + "rmsnorm") else "rmsnorm"
     f.preset(MC + "rmsnorm", "norm", norm)
-    qkv_path, qkv_bias = f.first(tuple(MC + k for k in QKV_BIAS), False)
+    implied = f.get(MC + "type") in ALWAYS_QKV_BIAS
+    qkv_path, qkv_bias = f.first(tuple(MC + k for k in QKV_BIAS), implied)
     f.preset(qkv_path, "qkv_bias", bool(qkv_bias))
     if f.get(MC + "add_bias_linear"):
         raise ConfigError(MC + "add_bias_linear", True, "false (biases on every projection exist only with "
@@ -221,6 +225,8 @@ def network_shape(f: ConfigFields, where: str) -> dict[str, Any]:
     f.preset(MC + "kv_channels", "head_dim", head_dim, " (d_model / heads: checked, not a field)")
     glm = " (ChatGLM rotates half of each head's dimensions: costed as rotating all of them)" \
         if f.get(MC + "type") == "ChatGLM2Config" else ""
+    if implied and qkv_path is None:
+        glm += " (QwenConfig: Q/K/V biases, which its attention always has)"
     f.preset(MC + "type", "family", "decoder-only LLM", f" (its fields are read as the shape){glm}")
     return {"layers": layers, "d_model": hidden, "heads": heads, "kv_heads": kv_heads, "ff_dim": ff_dim,
             "vocab_size": vocab, "seq_len": seq, "mlp": mlp, "norm": norm, "positions": "rotary", "tied": tied,
@@ -308,7 +314,10 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
     # Recompute: full (recompute: true or a per-stage layer list) over selective over none.
     full, selective = "recompute_config.recompute", "recompute_config.select_recompute"
     if f.get(full):
-        put(full, "recompute", "full")
+        stages = f.get(full)
+        put(full, "recompute", "full", "" if not isinstance(stages, list) else
+            f" (the per-stage layer list {stages}: costed as every layer recomputed; recompute of some layers is "
+            "not modelled, so this over-states recompute's cost)")
         f.knob(selective, "recompute", "full", " (recompute: true takes precedence)")
     elif f.get(selective):
         put(selective, "recompute", "selective")

@@ -216,3 +216,20 @@ def test_a_mindyolo_scale_msbench_has_no_adapter_for_is_one_line(tmp_path):
                                        "  depth_multiple: 0.33\n  width_multiple: 0.40\n  max_channels: 1024\n")
     with pytest.raises(ConfigError, match="network.depth_multiple / width_multiple / max_channels"):
         import_config(tmp_path / "odd.yaml")
+
+
+CHECK_CONFIGS = Path(__file__).resolve().parents[2] / "tools" / "independent_check" / "configs"
+
+
+def test_qwen_1_counts_the_qkv_biases_its_config_type_implies() -> None:
+    """QwenConfig has no qkv bias key, yet its attention is biased: the published 7,721,324,544 holds them."""
+    imported = import_config(CHECK_CONFIGS / "qwen_7b_finetune_8k_fp16.yaml")
+    assert imported.parameters == 7_721_324_544
+    assert any("Q/K/V biases" in use.to for use in imported.fields if use.path == "model.model_config.type")
+
+
+def test_a_per_stage_recompute_list_says_it_is_costed_as_full_recompute() -> None:
+    imported = import_config(CHECK_CONFIGS / "glm4_9b_finetune_8k.yaml")
+    assert imported.knobs["recompute"] == "full"
+    line = next(use.to for use in imported.fields if use.path == "recompute_config.recompute")
+    assert "per-stage layer list [6, 3, 2, 3]" in line and "over-states" in line
