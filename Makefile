@@ -11,7 +11,7 @@ export OMP_NUM_THREADS ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 export ONEDNN_MAX_CPU_ISA ?= AVX2
 
-.PHONY: setup bench lint test test-fast docs clean
+.PHONY: setup bench lint test test-long test-fast docs clean
 
 setup: $(STAMP)
 
@@ -36,6 +36,11 @@ lint: $(STAMP)
 test: lint docs
 	$(BIN)/python -m pytest -q --ignore=tests/benchmarks --durations=25 -n 2 --dist loadfile
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
+
+# Before a release or nightly: `make test` plus the `long` tier (further cases of what slow tests already cover:
+# another YOLO and two more Transformer trainings, the zoo sample walk, two more LLM configs and count formulas).
+test-long:
+	MSBENCH_LONG=1 $(MAKE) test
 
 # Everyday work: the tests marked neither `slow` nor a speed claim (nothing trains, compiles a graph or starts
 # MindSpore children), on the same two workers; every test gets an empty msbench cache (tests/conftest.py).

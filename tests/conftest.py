@@ -57,7 +57,12 @@ def private_cache(tmp_path, monkeypatch):
 
 def pytest_collection_modifyitems(config, items):
     """Files with the most slow tests first, each file's tests in their own order: `make test`'s two
-    xdist workers (--dist loadfile) then start on the long files and end on short ones together."""
+    xdist workers (--dist loadfile) then start on the long files and end on short ones together. Tests
+    marked `long` run only with MSBENCH_LONG=1 (`make test-long`)."""
+    if os.environ.get("MSBENCH_LONG") != "1":
+        for item in items:
+            if item.get_closest_marker("long"):
+                item.add_marker(pytest.mark.skip(reason="long tier: make test-long (MSBENCH_LONG=1)"))
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
     file_order = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
     items.sort(key=lambda item: (-slow[item.path], file_order[item.path]))

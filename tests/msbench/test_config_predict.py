@@ -35,7 +35,8 @@ def test_the_llama2_config_predicts_exactly_its_set_equivalent(capsys, scratch):
     assert from_config == by_hand
 
 
-@pytest.mark.parametrize("name", ["mindformers_qwen1_5_7b", "mindformers_glm3_6b", "mindformers_llama3_8b"])
+@pytest.mark.parametrize("name", ["mindformers_qwen1_5_7b", pytest.param("mindformers_glm3_6b", marks=pytest.mark.long),
+                                  pytest.param("mindformers_llama3_8b", marks=pytest.mark.long)])
 def test_configs_of_other_llm_shapes_predict(capsys, scratch, name):
     out = predicted(capsys, "--config", str(CONFIGS / f"{name}.yaml"))
     assert out["workload"] == "llm" and out["step_time_s"] > 0 and not out["oom"]

@@ -131,7 +131,8 @@ def test_workload_listing_sizes_the_full_llms_from_their_config(private_cache):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides", [{"qkv_bias": True}, {"tied": True}, {"qkv_bias": True, "tied": True}])
+@pytest.mark.parametrize("overrides", [pytest.param({"qkv_bias": True}, marks=pytest.mark.long),
+                                       pytest.param({"tied": True}, marks=pytest.mark.long), {"qkv_bias": True, "tied": True}])
 def test_the_count_formula_holds_for_qwen_and_glm_biases_and_tied_rotary_heads(overrides, scratch):
     """The `llm` workload's shapes (msbench predict --config): Q/K/V biases without LayerNorm (Qwen, ChatGLM)
     and a tied head on a rotary model (Qwen 1.5 0.5B), built for real and run once."""

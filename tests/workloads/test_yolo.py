@@ -233,7 +233,7 @@ def test_yolov8s_tiny_learns_in_its_first_steps_deterministically(graph_mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["yolov8n", "yolov5s"])
+@pytest.mark.parametrize("name", ["yolov8n", pytest.param("yolov5s", marks=pytest.mark.long)])
 def test_tiny_trains_in_graph_mode_to_map_above_chance_bit_identically(name, graph_mode):
     """The accuracy run of `train_step.train`, spelled out so its compiled step can be replayed: a second
     run is a fresh build (its initial parameters must equal the first's), a fresh pipeline and the same

@@ -57,6 +57,7 @@ def test_each_model_is_ok_failed_or_refused_with_the_first_line_of_why(monkeypat
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_sample_of_the_zoo_extracts(private_cache, scratch):
     results = list(zoo_walk.walk(list(SAMPLE)))
     assert [(r.model, r.status) for r in results] == [(m, "ok") for m in SAMPLE], [r.reason for r in results]
