@@ -9,6 +9,8 @@ Requests:
 - `{"kind": "train_step", "workload", "preset", "overrides", "settings"}`: the real training step
   of `workloads.train_step.build_train_step`, compiled in GRAPH mode on one synthetic batch.
 - `{"kind": "mindir", "path", "inputs": [{"dtype", "shape"}]}`: an exported forward network.
+- `{"kind": "forward", "workload", "preset"}`: a workload's network in eval mode on one synthetic sample, built
+  here without parameter data (the workload table's sizes: no weights drawn, exported or written).
 - `{"kind": "llm_part", ...}`: one rank's LLM block or ends (hardware/model/llm/parts.py).
 - `{"kind": "batch", "requests": [...]}`: several of those, one after another in this one process (MindSpore
   is imported once), answered as `{"results": [{"result": ...} or {"error": "..."}]}`.
@@ -123,6 +125,26 @@ def compile_mindir(request: dict[str, Any]) -> dict[str, Any]:
     return {"trainable": []}
 
 
+def compile_forward(request: dict[str, Any]) -> dict[str, Any]:
+    """The forward graph of a workload's network on one sample, as `forward_flops` would export and compile it
+    (eval mode, the network's input columns), but built and compiled here without parameter data."""
+    import mindspore as ms
+
+    from workloads.registry import get_workload
+
+    ms.set_device("CPU")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    workload = get_workload(request["workload"])
+    preset = workload.preset(request["preset"])
+    network = built_step(lambda: workload.build_network(preset))
+    network.set_train(False)
+    n_inputs = len(workload.columns(preset)[0])
+    with shape_only():
+        network.compile(*[unfilled_tensor(a) for a in workload.synthetic_batch(preset, 1)[:n_inputs]])
+    # Trainable parameters of the network, used in its forward or not (BatchNorm statistics are not trainable).
+    return {"trainable": [], "trainable_elements": sum(int(p.size) for p in network.trainable_params())}
+
+
 def zero_filled_initializers() -> None:
     """Parameter values never reach the kernel graph (a compile reads shapes and dtypes only), and drawing
     them was the largest cost of a large extraction: 13 of the 30 s of a Llama 2 70B block at
@@ -166,7 +188,8 @@ def compiled_graph(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
 
             compiled = compile_llm_part(request)
         else:
-            compiled = {"train_step": compile_train_step, "mindir": compile_mindir}[request["kind"]](request)
+            compiled = {"train_step": compile_train_step, "mindir": compile_mindir,
+                        "forward": compile_forward}[request["kind"]](request)
         dumps = sorted(dump_dir.rglob(f"{DUMP_PASS}_*.ir"))
         if not dumps:
             raise RuntimeError(f"MindSpore wrote no {DUMP_PASS} dump under {dump_dir}")

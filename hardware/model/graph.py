@@ -314,6 +314,14 @@ def forward_flops(network: Any, inputs: Sequence[Any]) -> int:
     return sum(op["flops"] for op in result["ops"] if op["unit"] == "cube")
 
 
+def workload_forward_size(workload: str, preset: str) -> tuple[int, int]:
+    """The trainable parameters and forward FLOPs per sample (as `forward_flops` counts them) of a workload's
+    network, built and compiled in the extraction child without parameter data: no weights are drawn in this
+    process, exported or written (the MindIR route wrote over 1 GB for bert-large)."""
+    result = run_extract({"kind": "forward", "workload": workload, "preset": preset})
+    return result["trainable_elements"], sum(op["flops"] for op in result["ops"] if op["unit"] == "cube")
+
+
 def compile_concurrently(jobs: Iterable[Callable[[], Any]]) -> list[Any]:
     """Run independent cached compiles (each a `cached` lookup that may start a child) side by side, so that
     one cell's cold graphs use the host's cores; `COMPILE_SLOTS` bounds the children across all cells."""

@@ -2,10 +2,10 @@
 sizes computed from the built network, each with where it comes from; then one row per zoo adapter.
 
 Parameter counts come from the `full` network's trainable parameters and forward GFLOPs per sample
-(2 x multiply-accumulates of the matrix ops, the convention of published figures) from the one FLOP
-counter, `hardware.model.graph.forward_flops`, which reads the compiled forward graph. Nothing is typed by
-hand. Building and compiling a full network takes seconds (bert-large: much longer), so each row is
-cached on disk by MindSpore version, the workload's source and its full preset.
+(2 x multiply-accumulates of the matrix ops, the convention of published figures) from the compiled forward
+graph, counted as `hardware.model.graph.forward_flops` counts it, by `workload_forward_size`: the network is
+built and compiled in the extraction child without parameter data. Nothing is typed by hand. A compile
+takes seconds, so each row is cached on disk by MindSpore version, the workload's source and its full preset.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
-from hardware.model.graph import PARSER_SOURCES, forward_flops, mindspore_version, workload_sources
+from hardware.model.graph import PARSER_SOURCES, mindspore_version, workload_forward_size, workload_sources
 from msbench.cache import cache_get, cache_put, content_key, source_hash
 from msbench.errors import UserError
 from workloads.base import Workload
@@ -28,7 +28,7 @@ FULL = "full"
 
 def flops_counter():
     """The project's single FLOP counter (compile-only IR of the forward graph, matrix ops)."""
-    return forward_flops
+    return workload_forward_size
 
 
 def row_sources(name: str) -> list[Path]:
@@ -44,24 +44,12 @@ def input_shape(workload: Workload, preset: Any) -> str:
     return ", ".join(f"{name} {'x'.join(map(str, array.shape[1:]))}" for name, array in zip(names, batch))
 
 
-def trainable_params(network: Any) -> int:
-    """Trainable parameters (BatchNorm moving statistics are not, like torch's buffers)."""
-    return sum(int(p.size) for p in network.trainable_params())
-
-
 def compute_row(workload: Workload) -> dict[str, Any]:
-    """Build the full network, count its trainable parameters and its forward FLOPs for one sample."""
-    import mindspore as ms
-
+    """The full network's trainable parameters (BatchNorm moving statistics are not, like torch's buffers) and
+    forward FLOPs for one sample: from its config where the workload counts them by formula, else compiled."""
     preset = workload.preset(FULL)
     sized = workload.size_from_config(preset)
-    if sized is None:
-        network = workload.build_network(preset)
-        n_inputs = len(workload.columns(preset)[0])
-        inputs = [ms.Tensor(a) for a in workload.synthetic_batch(preset, 1)[:n_inputs]]
-        params, flops = trainable_params(network), flops_counter()(network, inputs)
-    else:
-        params, flops = sized
+    params, flops = sized if sized is not None else flops_counter()(workload.name, FULL)
     return {
         "name": workload.name,
         "family": workload.family,

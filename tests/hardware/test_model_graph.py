@@ -254,3 +254,21 @@ def test_prepare_compiles_every_graph_the_cells_read_so_they_start_no_compile(tm
     target.prepare(cells, said.append)
     assert len(said) == 1                                                    # nothing left to compile
     assert [target.run(cell).status for cell in cells] == ["ok", "ok", "ok"]
+
+
+@pytest.mark.slow
+def test_the_workload_table_counts_what_an_exported_network_counts(scratch):
+    """`workload_forward_size` builds and compiles without parameter data in the child; the numbers must be
+    those of the network built here with its weights and counted through the MindIR export."""
+    import mindspore as ms
+
+    from hardware.model.graph import workload_forward_size
+    from workloads.registry import get_workload
+
+    name = "resnet50"
+    workload = get_workload(name)
+    preset = workload.preset("tiny")
+    network = workload.build_network(preset)
+    inputs = [ms.Tensor(a) for a in workload.synthetic_batch(preset, 1)[:len(workload.columns(preset)[0])]]
+    params = sum(int(p.size) for p in network.trainable_params())
+    assert workload_forward_size(name, "tiny") == (params, forward_flops(network, inputs)) and params > 0
