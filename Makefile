@@ -38,7 +38,8 @@ test: lint docs
 	$(BIN)/python -m pytest -q tests/benchmarks --benchmark-enable --benchmark-columns=min,median,max,rounds
 
 # Before a release or nightly: `make test` plus the `long` tier (further cases of what slow tests already cover:
-# another YOLO and two more Transformer trainings, the zoo sample walk, two more LLM configs and count formulas).
+# more YOLO and Transformer trainings, the zoo sample walk, more LLM configs and count formulas, mindyolo's
+# device-model pair, and the slow generated pages computed again and compared whole).
 test-long:
 	MSBENCH_LONG=1 $(MAKE) test
 

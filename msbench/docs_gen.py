@@ -7,12 +7,18 @@ such a stale page fails CI.
 Fast pages (seconds, no MindSpore): knobs, hardware. The workloads page builds and compiles each full
 network once (cached by content key in `$MSBENCH_CACHE`, minutes cold). The validation pages
 (`--validation`) predict the development part of the published Ascend runs (minutes cold) and are never
-part of the default set; the locked part is held out and never written here.
+part of the default set; the locked part is held out and never written here. Each of these slow pages records
+a digest of what it was computed from (every source file under hardware/, workloads/ and msbench/, and the
+MindSpore version), so `--check` says in a second that a page is stale because its inputs changed; `--check
+--validation` predicts again and compares the pages whole (`make test-long`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
+import re
 import subprocess
 import sys
 import tempfile
@@ -135,6 +141,23 @@ def validation_markdown(profile: str) -> str:
     return done.stdout
 
 
+CODE_ROOT = Path(__file__).resolve().parents[1]
+INPUT_TREES = ("hardware", "workloads", "msbench")
+INPUT_SUFFIXES = (".py", ".toml", ".json", ".yaml", ".yml")
+DIGEST_LINE = re.compile(r"^<!-- inputs sha256:([0-9a-f]{64}) ", re.MULTILINE)
+
+
+def inputs_digest(root: Path = CODE_ROOT) -> str:
+    """sha256 over the MindSpore version and every source file a slow page can depend on (path and bytes):
+    conservative, so any edit there, one that changes no number included, asks for the page to be rewritten."""
+    digest = hashlib.sha256(importlib.metadata.version("mindspore").encode())
+    files = sorted(path for tree in INPUT_TREES for path in (root / tree).rglob("*")
+                   if path.suffix in INPUT_SUFFIXES and path.is_file() and "__pycache__" not in path.parts)
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class Page:
     file: str
@@ -143,6 +166,7 @@ class Page:
     intro: str
     body: Callable[[], str]
     fast: bool = True
+    digest: bool = False          # records inputs_digest(); `--check` compares it without recomputing the page
 
 
 PAGES: tuple[Page, ...] = (
@@ -165,7 +189,7 @@ PAGES: tuple[Page, ...] = (
     Page("workloads.md", "Workload table", "msbench list workloads --md",
          "Parameters and forward GFLOPs per sample (2 x MAC) of the `full` preset, counted on the built "
          "MindSpore network (the LLM rows by the formulas in `workloads/transformer/config.py`).",
-         workloads_markdown, fast=False),
+         workloads_markdown, fast=False, digest=True),
 )
 
 VALIDATION_PAGES: tuple[Page, ...] = tuple(
@@ -174,12 +198,32 @@ VALIDATION_PAGES: tuple[Page, ...] = tuple(
          "The device model against the development part of the published MindSpore-on-Ascend training runs "
          "(`hardware/validation/published.toml`; the locked part, `--locked`, is held out and not published "
          "here). Regenerate with `python -m msbench.docs_gen --validation`.",
-         lambda profile=profile: validation_markdown(profile), fast=False)
+         lambda profile=profile: validation_markdown(profile), fast=False, digest=True)
     for profile in ("ascend910a", "ascend910b"))
 
 
+def digest_comment(digest: str) -> str:
+    return f"<!-- inputs sha256:{digest} (what it was computed from: msbench.docs_gen.inputs_digest) -->"
+
+
 def render(page: Page) -> str:
-    return f"# {page.title}\n\n{BANNER}\n\n`{page.command}`\n\n{page.intro}\n\n{page.body().rstrip()}\n"
+    banner = f"{BANNER}\n{digest_comment(inputs_digest())}" if page.digest else BANNER
+    return f"# {page.title}\n\n{banner}\n\n`{page.command}`\n\n{page.intro}\n\n{page.body().rstrip()}\n"
+
+
+def recorded_digest(text: str) -> str | None:
+    found = DIGEST_LINE.search(text)
+    return found.group(1) if found else None
+
+
+def digest_stale_pages(pages: Sequence[Page], root: Path = Path(".")) -> list[str]:
+    """The digest-recording pages whose inputs changed since they were written (or that record none): stale
+    without predicting anything again. A page edited by hand under an unchanged digest is found only by
+    `stale_pages` (`--check --validation`, `make test-long`)."""
+    current = inputs_digest()
+    return [p.file for p in pages if p.digest
+            and (not (root / GENERATED / p.file).is_file()
+                 or recorded_digest((root / GENERATED / p.file).read_text(encoding="utf-8")) != current)]
 
 
 def select(names: Sequence[str], fast_only: bool, validation: bool) -> list[Page]:
@@ -203,7 +247,8 @@ def stale_pages(pages: Sequence[Page], root: Path = Path(".")) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m msbench.docs_gen", description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="*", help="page names (knobs, hardware, workloads, validation-ascend910a, ...)")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page is stale")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page is stale (without page "
+                        "names, the slow pages not computed again are checked by their inputs' digest)")
     parser.add_argument("--fast", action="store_true", help="only the pages that need no MindSpore compile")
     parser.add_argument("--validation", action="store_true", help="also the validation pages (minutes cold)")
     parser.add_argument("--root", default=".", help="repository root (default: here)")
@@ -212,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pages = select(args.pages, args.fast, args.validation)
     if args.check:
         stale = stale_pages(pages, root)
+        if not args.pages:     # the slow pages not recomputed here, by their inputs: a second, not minutes
+            stale += digest_stale_pages([p for p in (*PAGES, *VALIDATION_PAGES) if p.digest and p not in pages], root)
         for name in stale:
             print(f"stale: {GENERATED / name} (regenerate: python -m msbench.docs_gen {name.removesuffix('.md')})")
         return 1 if stale else 0

@@ -225,6 +225,7 @@ def test_tiny_trains_in_graph_mode_beats_chance_deterministically(name, graph_mo
 
 
 @pytest.mark.slow
+@pytest.mark.long               # the base variants' trainings cover the same network classes
 @pytest.mark.parametrize("name", SAME_NETWORK_AT_ANOTHER_SIZE)
 def test_tiny_of_a_large_variant_learns_in_its_first_steps_deterministically(name, graph_mode):
     """The full accuracy run is its base variant's (same classes); here its own preset must compile, learn

@@ -213,6 +213,7 @@ def parameter_values(cell) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
+@pytest.mark.long               # the yolov8n training below covers the same network classes at another width
 def test_yolov8s_tiny_learns_in_its_first_steps_deterministically(graph_mode):
     """YOLOv8s is YOLOv8n's network at a wider width (the accuracy run below trains v8n): its own preset
     must compile, learn and repeat bit for bit from a fresh build over its first updates."""
