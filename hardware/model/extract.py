@@ -39,6 +39,7 @@ def dump_env(dump_dir: Path) -> dict[str, str]:
 
 def compile_train_step(request: dict[str, Any]) -> dict[str, Any]:
     """Build the real step for the cell and compile it on a synthetic batch of the micro-batch size."""
+    # Inside: importing a workload imports MindSpore, which must come after answer() set dump_env.
     from msbench.settings import make_settings
     from workloads.registry import get_workload
 
@@ -54,6 +55,7 @@ def compile_step(workload: Any, preset: Any, settings: Any) -> dict[str, Any]:
     batch and recompute blocks) compiled on the CPU backend for one device, without data (shape_only)."""
     import mindspore as ms
 
+    # Inside: importing a workload imports MindSpore, which must come after answer() set dump_env.
     from hardware.model.cpu_optimizers import PATCHED_OPTIMIZERS, use_cpu_compositions
     from workloads.train_step import build_train_step
 
@@ -130,6 +132,7 @@ def compile_forward(request: dict[str, Any]) -> dict[str, Any]:
     (eval mode, the network's input columns), but built and compiled here without parameter data."""
     import mindspore as ms
 
+    # Inside: importing a workload imports MindSpore, which must come after answer() set dump_env.
     from workloads.registry import get_workload
 
     ms.set_device("CPU")
@@ -184,7 +187,7 @@ def compiled_graph(request: dict[str, Any], dump_dir: Path) -> dict[str, Any]:
     request of a batch reads only its own (MindSpore reads the dump directory once, at import)."""
     try:
         if request["kind"] == "llm_part":             # one rank's LLM block or ends (hardware/model/llm/parts.py)
-            from hardware.model.llm.parts import compile_llm_part
+            from hardware.model.llm.parts import compile_llm_part   # imports MindSpore: after dump_env
 
             compiled = compile_llm_part(request)
         else:

@@ -12,14 +12,12 @@ The last compares an OOM cell's predicted peak too, so its pairs read ok and oom
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import pandas as pd
 
-from msbench.report.frame import metric, ratio
-
-if TYPE_CHECKING:  # pragma: no cover
-    from msbench.report.claims import Claim
+from msbench.report.claim_kinds import Check, Claim, pairs, same_except
+from msbench.report.frame import CONTEXT, KNOBS, metric, ratio
 
 COMM_PARTS = ("component.tp_comm", "component.pp_send", "component.dp_comm")
 
@@ -49,7 +47,6 @@ def bubble_measure(few: pd.Series, many: pd.Series) -> dict[str, float | None]:
 def fewer_and_more_micro_batches(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """Pairs of pipelined ok cells that differ only in micro_batches (and so the micro-batch size)."""
     # cycle: msbench.report.claims imports llm_claims from here
-    from msbench.report.claims import same_except
 
     for _, group in same_except(frame, {"micro_batches"}):
         rows = [r for _, r in group.iterrows() if int(r["pipeline_stages"]) > 1]
@@ -69,7 +66,6 @@ def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.
     """gpt3-175b cells, ok or OOM: no sharding and no recompute against optimizer_shard with full or
     selective recompute, everything else equal."""
     # cycle: msbench.report.claims imports llm_claims from here
-    from msbench.report.claims import CONTEXT, KNOBS
 
     cells = frame[(frame["workload"] == "gpt3-175b") & frame["status"].isin(["ok", "oom"])]
     if cells.empty:
@@ -85,9 +81,8 @@ def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.
                 yield p, s
 
 
-def llm_claims() -> tuple["Claim", ...]:
+def llm_claims() -> tuple[Claim, ...]:
     # cycle: msbench.report.claims imports llm_claims from here
-    from msbench.report.claims import Check, Claim, pairs
 
     return (
         Claim("optimizer_shard", "The parallel optimizer (optimizer_shard) cuts per-card memory, and overlapped "

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from msbench.report.claims import Check, Claim, micro_batch, pairs, same_except, speed
+from msbench.report.claim_kinds import Check, Claim, micro_batch, pairs, same_except, speed
 from msbench.report.frame import metric, ratio
 
 

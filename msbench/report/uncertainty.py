@@ -17,6 +17,7 @@ import pandas as pd
 
 from msbench.records import Record
 from msbench.report import claims
+from msbench.report.claim_kinds import combine_checks, combine_verdicts
 from msbench.report.load import RecordSet
 from msbench.cache import content_key
 from msbench.freshness import files_digest
@@ -102,9 +103,9 @@ class Judged:
             return judge(records, target)
         frame = RecordSet.of(records).frame
         rows = {row["cell_id"]: row for _, row in frame.iterrows()}
-        found = {key: claims.combine_verdicts([claims.combine_checks(self.claims[key].checks,
-                                                                     self.claims[key].measure(*(rows[c] for c in cells)))
-                                               for cells in compared])
+        found = {key: combine_verdicts([combine_checks(self.claims[key].checks,
+                                                       self.claims[key].measure(*(rows[c] for c in cells)))
+                                        for cells in compared])
                  for key, compared in self.compared.items()}
         return dataclasses.replace(self, verdicts=found)
 
