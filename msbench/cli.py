@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="ascend: write NAME.toml into this folder (then MSBENCH_PROFILES=DIR finds it)")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                    help="ascend: a knob of the profiled runs, over the workload's recipe (repeatable)")
+    p.add_argument("--config", metavar="FILE.yaml",
+                   help="ascend: the profiled run's own mindcv or mindyolo config instead of WORKLOAD (as msbench "
+                        "predict --config reads it)")
     p.add_argument("--hold-out", action="append", default=[], metavar="DIR",
                    help="ascend: a --profiler folder left out of the fit; its per-op error is printed (repeatable)")
     p.add_argument("--steps", type=int, default=1,

@@ -1,8 +1,11 @@
-"""`msbench calibrate ascend WORKLOAD --profiler DIR... --name NAME`: a profile of the user's chip from its profiler output.
+"""`msbench calibrate ascend WORKLOAD|--config FILE --profiler DIR... --name NAME`: a profile of the user's chip
+from its profiler output.
 
 Each `--profiler DIR` is one profiled run of the cell named by WORKLOAD, --preset, --set and --override (over
-the workload's published recipe, as `msbench predict` starts); `DIR::KNOB=V,KNOB=V` gives one run knobs of its
-own (another batch size, say). Every run is joined to the lowered graph of its cell (the kernel-count match
+the workload's published recipe, as `msbench predict` starts), or by the user's own mindcv or mindyolo config
+(`--config`, as `msbench predict --config` reads it); `DIR::KNOB=V,KNOB=V` gives one run knobs of its
+own (another batch size, say). An LLM is refused: its prediction composes compiled blocks, and a profile is
+joined only to a whole compiled training step. Every run is joined to the lowered graph of its cell (the kernel-count match
 per type is printed), its kernels become per-op table rows, and hardware/calibration/user_profile.py fits the
 tables with the shipped profiles' derive code, printing the per-op error on held-out and left-out runs.
 """
@@ -17,17 +20,25 @@ from hardware.calibration.profiler_join import count_lines, join
 from hardware.calibration.profiler_kernels import read_profiler
 from hardware.calibration.user_profile import ProfiledRun, derive_profile
 from hardware.model.profile import PROFILE_DIR, HardwareProfile, load_profile
+from hardware.model.llm.predict import is_llm_preset
+from msbench.cell import Cell
 from msbench.cli import cell_from_args
+from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
+from workloads.registry import get_workload
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MARK = "msbench calibrate ascend"          # in the header of every profile this command writes
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    if len(args.workloads) != 1:
+    if args.config is not None and (args.workloads or args.preset):
+        given = f"workload {' '.join(args.workloads)!r}" if args.workloads else f"--preset {args.preset[-1]!r}"
+        raise UserError(f"calibrate ascend: {given} with --config {args.config!r}; allowed: --config alone (the config "
+                        "names the network; --set and --override go over it)")
+    if args.config is None and len(args.workloads) != 1:
         raise UserError(f"calibrate ascend: workload {' '.join(args.workloads) or '(none)'!r}; allowed: exactly one "
-                        "workload, the profiled cell's (msbench list workloads)")
+                        "workload, the profiled cell's (msbench list workloads), or --config FILE")
     if not args.profiler:
         raise UserError("calibrate ascend: --profiler is missing; allowed: one or more profiler output folders")
     if not args.name or not NAME.fullmatch(args.name):
@@ -72,11 +83,8 @@ def profiled_run(spec: str, args: argparse.Namespace, chip: HardwareProfile) -> 
     from hardware.model.lowering import lower
 
     folder, _, knobs = spec.partition("::")
+    cell = profiled_cell(args, [k for k in knobs.split(",") if k])
     source = read_profiler(Path(folder))
-    extra = [k for k in knobs.split(",") if k]
-    cell = cell_from_args(argparse.Namespace(
-        workload=args.workloads[0], preset=args.preset[-1] if args.preset else "full", set=[*args.set, *extra],
-        override=args.override, allow_plugin=[], start="recipe"), f"model:{args.chip}")
     steps = len(source.steps) or args.steps
     graph = extract_graph(cell.workload, cell.preset, cell.overrides, cell.settings)
     lowered = lower(graph, cell.settings, chip).ops
@@ -84,6 +92,23 @@ def profiled_run(spec: str, args: argparse.Namespace, chip: HardwareProfile) -> 
     what = f"{cell.workload} ({cell.preset}{', ' + str(cell.overrides) if cell.overrides else ''}) {knob_text}"
     return ProfiledRun(cell.workload, cell.settings.batch_size, what, source, steps,
                        join(source.kernels, steps, lowered))
+
+
+def profiled_cell(args: argparse.Namespace, run_knobs: list[str]) -> Cell:
+    """The cell of one profiled run: the workload's recipe or the user's config, --set, then the run's own knobs."""
+    target, sets = f"model:{args.chip}", [*args.set, *run_knobs]
+    if args.config is not None:
+        cell, _ = config_cell(argparse.Namespace(workload=None, preset=None, start=None, config=args.config, set=sets,
+                                                 override=args.override, scenario="train"), target)
+    else:
+        cell = cell_from_args(argparse.Namespace(
+            workload=args.workloads[0], preset=args.preset[-1] if args.preset else "full", set=sets,
+            override=args.override, allow_plugin=[], start="recipe"), target)
+    if is_llm_preset(get_workload(cell.workload).preset(cell.preset, cell.overrides)):
+        raise UserError(f"calibrate ascend: {cell.workload} is an LLM, predicted by composing compiled blocks; "
+                        "allowed: a network whose whole training step is compiled (ResNet-50, YOLO, BERT, a mindcv or "
+                        "mindyolo config): joining profiler kernels to composed blocks is not built")
+    return cell
 
 
 def label_runs(runs: list[ProfiledRun]) -> list[ProfiledRun]:

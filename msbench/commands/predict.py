@@ -17,13 +17,11 @@ import json
 from hardware.model.outcome import predict_cell
 from hardware.model.predict import Prediction
 from hardware.model.profile import load_profile
-from msbench.cell import Cell, parse_overrides
+from msbench.cell import Cell
 from msbench.cli import cell_from_args
+from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
-from msbench.importers import ImportedConfig, import_config
-from msbench.matrix import check_workload_settings
 from msbench.outputs import check_file
-from msbench.settings import make_settings, parse_assignments
 from workloads.recipes import recipe_for
 from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 
@@ -36,22 +34,6 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
             "hardware": profile, "settings": cell.settings.non_default(), "cell_id": cell.id,
             **result.prediction.to_dict()}
     return result.prediction, json.dumps(body, sort_keys=True, separators=(",", ":"))
-
-
-def config_cell(args: argparse.Namespace, target: str) -> tuple[Cell, ImportedConfig]:
-    """The cell of `--config FILE` with `--set` and `--override` over it; WORKLOAD, --preset and --from are
-    the config's to decide, so giving them too is refused."""
-    for given, name in ((args.workload, "WORKLOAD"), (args.preset, "--preset"), (args.start, "--from")):
-        if given is not None:
-            raise UserError(f"{name}={given} is not allowed with --config={args.config}; allowed: --config alone "
-                            "(the config names the network and its settings; --set and --override go over it)")
-    imported = import_config(args.config)
-    settings = make_settings({**imported.knobs, **parse_assignments(args.set)}, where=f"--set over {args.config}")
-    cell = Cell(workload=imported.workload, preset=imported.preset,
-                overrides={**imported.overrides, **parse_overrides(args.override)}, settings=settings, target=target,
-                scenario=args.scenario)
-    check_workload_settings(cell)
-    return cell, imported
 
 
 def graph_parameters(cell: Cell, profile: str) -> int:

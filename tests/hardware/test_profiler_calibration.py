@@ -21,6 +21,8 @@ from hardware.model.opgraph import Op, TensorSpec
 from hardware.model.profile import PROFILE_DIR, HardwareProfile
 from msbench.errors import UserError
 
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+
 
 def an2022_kernels() -> dict[tuple[str, int], list[Kernel]]:
     """Each table row expanded back into its `count` launched kernels, per (network, batch), in table order."""
@@ -103,6 +105,37 @@ def test_join_counts_per_type_and_takes_an_nd_convs_gemm_from_the_graph():
     by_type = {c.op_type: (c.profiled, c.lowered) for c in j.counts}
     assert by_type == {"Conv2D": (1.0, 1), "ReLU": (0.0, 1), "Relu": (0.5, 0)}
     assert j.gemms == {("Conv2D", 32, conv.inputs, conv.outputs): (1, 8 * 56 * 56, 64, 64 * 9)}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["calibrate", "ascend", "llama2-7b", "--profiler", "x", "--name", "mine"], "llama2-7b is an LLM"),
+    (["calibrate", "ascend", "--config", "CONFIGS/mindformers_llama2_7b_pretrain.yaml", "--profiler", "x", "--name",
+      "mine"], "is an LLM, predicted by composing compiled blocks"),
+    (["calibrate", "ascend", "resnet50", "--config", "CONFIGS/mindcv_resnet50.yaml", "--profiler", "x", "--name",
+      "mine"], "workload 'resnet50' with --config"),
+])
+def test_calibrate_ascend_refuses_an_llm_and_a_workload_beside_a_config(argv, message, capsys):
+    from msbench.cli import main
+
+    assert main([a.replace("CONFIGS", str(CONFIGS)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_config_names_the_cell_predict_config_predicts_with_the_runs_knobs_over_it():
+    import argparse
+
+    from msbench.commands.calibrate_ascend import profiled_cell
+    from msbench.commands.config_cell import config_cell
+
+    config = str(CONFIGS / "mindcv_resnet50.yaml")
+    args = argparse.Namespace(config=config, workloads=[], preset=[], set=["jit_level=O2"], override=[],
+                              chip="ascend910a")
+    cell = profiled_cell(args, ["batch_size=16"])
+    expected, _ = config_cell(argparse.Namespace(workload=None, preset=None, start=None, config=config,
+                                                 set=["jit_level=O2", "batch_size=16"], override=[], scenario="train"),
+                              "model:ascend910a")
+    assert cell == expected and cell.workload.startswith("mindcv:") and cell.settings.batch_size == 16
 
 
 @pytest.mark.parametrize(("argv", "message"), [

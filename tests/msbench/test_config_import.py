@@ -14,7 +14,7 @@ import pytest
 
 from msbench.cell import Cell
 from msbench.cli import build_parser, cell_from_args, main
-from msbench.commands.predict import config_cell
+from msbench.commands.config_cell import config_cell
 from msbench.errors import ConfigError, UserError
 from msbench.importers import import_config
 from msbench.importers.fields import KNOB, NOT_MODELLED, PRESET, UNKNOWN, flatten
