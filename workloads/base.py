@@ -109,9 +109,11 @@ def refuse_llm_parallelism(workload: str, settings: "Settings") -> None:
 
 
 class Workload(ABC):
-    """One network of a family. Subclasses set the class variables and implement the builders."""
+    """One network of a family. A family's class sets the class variables and implements the builders; each
+    network of a built-in family is that class named (its presets are tables of the family's presets file:
+    data, not a subclass per network). A plugin's class sets `name` itself."""
 
-    name: ClassVar[str]
+    name: str
     family: ClassVar[str]                # "resnet" | "yolo" | "transformer"
     metric_name: ClassVar[str]           # headline key of evaluate(), a number in [0, 1]
     preset_cls: ClassVar[type[Preset]]
@@ -123,6 +125,10 @@ class Workload(ABC):
     # it and the preset fields that pipeline reads (the rest size or train the network only).
     data_workload: ClassVar[str | None] = None
     pipeline_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, name: str | None = None) -> None:
+        if name is not None:
+            self.name = name
 
     def presets(self) -> dict[str, Preset]:
         return load_presets(self.presets_file, self.name, self.preset_cls)

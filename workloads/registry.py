@@ -34,18 +34,18 @@ MAX_CALIBRATION_HOPS = 4          # zoo adapter -> built-in workload -> the fami
 
 WORKLOADS: dict[str, str] = {
     "resnet50": "workloads.resnet50.workload:ResNet50Workload",
-    "yolov5s": "workloads.yolo.workload:YOLOv5sWorkload",
-    "yolov8n": "workloads.yolo.workload:YOLOv8nWorkload",
-    "yolov8s": "workloads.yolo.workload:YOLOv8sWorkload",
-    "transformer-base": "workloads.transformer.workload:TransformerBaseWorkload",
-    "transformer-large": "workloads.transformer.workload:TransformerLargeWorkload",
-    "bert-base": "workloads.transformer.workload:BertBaseWorkload",
-    "bert-large": "workloads.transformer.workload:BertLargeWorkload",
-    "gpt2-small": "workloads.transformer.workload:GPT2SmallWorkload",
-    "llama2-7b": "workloads.transformer.workload:Llama2_7BWorkload",
-    "llama2-13b": "workloads.transformer.workload:Llama2_13BWorkload",
-    "llama2-70b": "workloads.transformer.workload:Llama2_70BWorkload",
-    "gpt3-175b": "workloads.transformer.workload:GPT3_175BWorkload",
+    "yolov5s": "workloads.yolo.workload:YoloWorkload",
+    "yolov8n": "workloads.yolo.workload:YoloWorkload",
+    "yolov8s": "workloads.yolo.workload:YoloWorkload",
+    "transformer-base": "workloads.transformer.workload:EncoderDecoderWorkload",
+    "transformer-large": "workloads.transformer.workload:EncoderDecoderWorkload",
+    "bert-base": "workloads.transformer.workload:BertWorkload",
+    "bert-large": "workloads.transformer.workload:BertWorkload",
+    "gpt2-small": "workloads.transformer.workload:GPT2Workload",
+    "llama2-7b": "workloads.transformer.workload:LLMWorkload",
+    "llama2-13b": "workloads.transformer.workload:LLMWorkload",
+    "llama2-70b": "workloads.transformer.workload:LLMWorkload",
+    "gpt3-175b": "workloads.transformer.workload:LLMWorkload",
     "llm": "workloads.transformer.workload:AnyLLMWorkload",       # any decoder-only shape: overrides (--config)
 }
 
@@ -98,7 +98,7 @@ def check_workload(name: object, allowed: Iterable[str] = (), where: str = "") -
 def get_workload(name: str) -> Workload:
     """The workload a (trusted) name stands for; one instance per name and process."""
     if name in WORKLOADS:
-        return import_object(WORKLOADS[name])()  # type: ignore[operator]
+        return import_object(WORKLOADS[name])(name)  # type: ignore[operator]  (a family's class, named)
     zoo = zoo_of(name)
     if zoo:
         return import_object(ZOOS[zoo][0])(name.partition(":")[2])  # type: ignore[operator]

@@ -58,7 +58,7 @@ class ResNetPreset(Preset):
 
 
 class ResNet50Workload(Workload):
-    name: ClassVar[str] = "resnet50"
+    name = "resnet50"
     family: ClassVar[str] = "resnet"
     metric_name: ClassVar[str] = "top1"
     preset_cls: ClassVar[type[Preset]] = ResNetPreset

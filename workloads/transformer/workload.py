@@ -271,48 +271,12 @@ class LLMWorkload(GPT2Workload):
                               rule="each pipeline stage holds at least one layer")
 
 
-class Llama2_7BWorkload(LLMWorkload):
-    name: ClassVar[str] = "llama2-7b"
-
-
 class AnyLLMWorkload(LLMWorkload):
     """`llm`: a decoder-only LLM of any shape, written as preset overrides over Llama 2 7B's presets (what a
     MindFormers config the four named LLMs do not match becomes: msbench/importers/mindformers.py)."""
 
-    name: ClassVar[str] = "llm"
+    name = "llm"
     base_shape: ClassVar[str] = "llama2-7b"
 
     def presets(self) -> dict[str, Preset]:
         return load_presets(self.presets_file, self.base_shape, self.preset_cls)
-
-
-class Llama2_13BWorkload(LLMWorkload):
-    name: ClassVar[str] = "llama2-13b"
-
-
-class Llama2_70BWorkload(LLMWorkload):
-    name: ClassVar[str] = "llama2-70b"
-
-
-class GPT3_175BWorkload(LLMWorkload):
-    name: ClassVar[str] = "gpt3-175b"
-
-
-class TransformerBaseWorkload(EncoderDecoderWorkload):
-    name: ClassVar[str] = "transformer-base"
-
-
-class TransformerLargeWorkload(EncoderDecoderWorkload):
-    name: ClassVar[str] = "transformer-large"
-
-
-class BertBaseWorkload(BertWorkload):
-    name: ClassVar[str] = "bert-base"
-
-
-class BertLargeWorkload(BertWorkload):
-    name: ClassVar[str] = "bert-large"
-
-
-class GPT2SmallWorkload(GPT2Workload):
-    name: ClassVar[str] = "gpt2-small"

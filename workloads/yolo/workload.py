@@ -59,21 +59,30 @@ class YoloPreset(Preset):
             raise ConfigError("augment", self.augment, "|".join(AUGMENTS), where)
 
 
+# Each network's YOLO version and the NMS IoU of its val.py (the rest of a network is its presets).
+NETWORKS: dict[str, tuple[str, float]] = {"yolov5s": ("v5", 0.6), "yolov8n": ("v8", 0.7), "yolov8s": ("v8", 0.7)}
+
+
 class YoloWorkload(Workload):
-    """Shared by the three networks; a subclass names the version and its NMS IoU (as in its val.py)."""
+    """Shared by the three networks, each this class named (NETWORKS: its version and NMS IoU)."""
 
     family: ClassVar[str] = "yolo"
     metric_name: ClassVar[str] = "map50"
     preset_cls: ClassVar[type[Preset]] = YoloPreset
     presets_file: ClassVar[Path] = Path(__file__).with_name("presets.toml")
-    version: ClassVar[str]
-    nms_iou: ClassVar[float]
+    version: str
+    nms_iou: float
     # The three networks feed one pipeline (pipeline_spec, make_dataset, the host-cost probe's batch read these
     # fields; depth, width, max_channels, lr and epochs size or train the network only): yolov8n's entries.
     data_workload: ClassVar[str | None] = "yolov8n"
     pipeline_fields: ClassVar[tuple[str, ...]] = (
         "image_size", "stored_width", "stored_height", "num_classes", "max_boxes", "max_objects", "object_min",
         "object_max", "augment", "batch_size", "train_samples")
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(name)
+        if name is not None:
+            self.version, self.nms_iou = NETWORKS[name]
 
     def arch(self, preset: YoloPreset) -> "YoloArch":
         from workloads.yolo.network import YoloArch
@@ -171,21 +180,3 @@ def labels_to_boxes(labels: np.ndarray, size: int) -> np.ndarray:
     rows = labels[labels[:, 0] > 0.5]
     xy, wh = rows[:, 2:4] * size, rows[:, 4:6] * size
     return np.c_[rows[:, 1], xy - wh / 2, xy + wh / 2]
-
-
-class YOLOv5sWorkload(YoloWorkload):
-    name: ClassVar[str] = "yolov5s"
-    version: ClassVar[str] = "v5"
-    nms_iou: ClassVar[float] = 0.6
-
-
-class YOLOv8nWorkload(YoloWorkload):
-    name: ClassVar[str] = "yolov8n"
-    version: ClassVar[str] = "v8"
-    nms_iou: ClassVar[float] = 0.7
-
-
-class YOLOv8sWorkload(YoloWorkload):
-    name: ClassVar[str] = "yolov8s"
-    version: ClassVar[str] = "v8"
-    nms_iou: ClassVar[float] = 0.7
