@@ -182,6 +182,7 @@ def _workload_entry(table: Mapping[str, Any], where: str, plugins: tuple[str, ..
 def _config_entry(table: Mapping[str, Any], where: str, folder: Path) -> WorkloadEntry:
     """`config = "FILE.yaml"` (a path relative to the matrix file): the workload, preset, overrides and knobs of
     a user's training config (msbench/importers), with the entry's `overrides` and `set` over them."""
+    # PyYAML and the importers: only for a matrix that names a config
     from msbench.importers import import_config
 
     path = _typed(table, "config", str, "", where, "a config file path (a string)")

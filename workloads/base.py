@@ -186,6 +186,7 @@ class Workload(ABC):
         has one entry: separate measurements of the YOLO pipeline differed by 15%, and so did predictions."""
         if self.data_workload is None:
             return self.name, preset, dict(overrides)
+        # cycle: the registry imports this module
         from workloads.registry import get_workload
 
         source = get_workload(self.data_workload)

@@ -128,6 +128,7 @@ def ragged_last_batch(preset: Any, settings: Settings) -> bool:
     the split's ceiling share, as MindSpore's distributed sampler pads it): what drop_remainder drops."""
     import math
 
+    # cycle: train_step imports this module
     from workloads.train_step import step_batch_size
 
     return math.ceil(preset.train_samples / settings.devices) % step_batch_size(preset, settings) != 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msbench.settings import Settings
+from workloads.parallel_plan import plan_parallel
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -331,7 +332,6 @@ def build_train_step(workload: "Workload", preset: "Preset", settings: Settings,
     (default: the preset's epochs over its training split)."""
     import mindspore as ms
 
-    from workloads.parallel_plan import plan_parallel
 
     LossNet, TrainStepCell = _cells()
     ms.set_seed(settings.seed)

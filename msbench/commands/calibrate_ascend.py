@@ -26,6 +26,7 @@ from msbench.cli import cell_from_args
 from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
 from workloads.registry import get_workload
+from hardware.model.lowering import lower
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MARK = "msbench calibrate ascend"          # in the header of every profile this command writes
@@ -80,7 +81,6 @@ def calibrate_command(args: argparse.Namespace) -> int:
 def profiled_run(spec: str, args: argparse.Namespace, chip: HardwareProfile) -> ProfiledRun:
     """One `--profiler DIR[::KNOB=V,...]`: its kernels, its cell and the join to the cell's lowered graph."""
     from hardware.model.graph import extract_graph          # MindSpore's graph extraction: only when a run is read
-    from hardware.model.lowering import lower
 
     folder, _, knobs = spec.partition("::")
     cell = profiled_cell(args, [k for k in knobs.split(",") if k])

@@ -24,6 +24,8 @@ from msbench.errors import UserError
 from msbench.outputs import check_file
 from workloads.recipes import recipe_for
 from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
+from hardware.model.inputs import plan_graph
+from hardware.model.plan import resolve
 
 
 def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
@@ -39,8 +41,6 @@ def cell_prediction(cell: Cell) -> tuple[Prediction, str]:
 def graph_parameters(cell: Cell, profile: str) -> int:
     """Trainable parameters of a network the importer cannot count from its config (a mindcv model): those of
     the op graph the prediction just read (from the cache)."""
-    from hardware.model.inputs import plan_graph
-    from hardware.model.plan import resolve
 
     return plan_graph(resolve(cell, profile), compile_missing=False).param_count
 

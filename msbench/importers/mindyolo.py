@@ -58,6 +58,7 @@ def is_mindyolo(data: Mapping[str, Any]) -> bool:
 
 def scale_name(f: ConfigFields, where: str) -> str:
     """The adapter config whose multiples the network's are (mindyolo.toml's yolov8 scales)."""
+    # mindyolo's tables: only for a mindyolo config
     from workloads.zoo.mindyolo import config_tables
 
     if f.get("network.model_name") != FAMILY:

@@ -10,6 +10,7 @@ import numpy as np
 
 from msbench.cache import content_key
 from msbench.errors import ConfigError
+from msbench.settings import Settings
 from workloads.base import Preset, Workload
 from workloads.classification import chance_top1, eval_batch_size, top1_accuracy
 from workloads.pipeline import MapStage, PipelineSpec, build_pipeline
@@ -19,7 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
     from mindspore.dataset import Dataset
 
-    from msbench.settings import Settings
 
 AUGMENTS = ("imagenet", "light")
 SPLITS = ("train", "eval")
@@ -65,6 +65,7 @@ class ResNet50Workload(Workload):
     presets_file: ClassVar[Path] = Path(__file__).with_name("presets.toml")
 
     def build_network(self, preset: ResNetPreset) -> "nn.Cell":  # type: ignore[override]
+        # imports MindSpore: only when a network is built
         from workloads.resnet50.network import ResNet
 
         return ResNet(preset.num_classes, preset.width, preset.blocks)
@@ -99,8 +100,6 @@ class ResNet50Workload(Workload):
                               rank=rank, world=world, workdir=workdir)
 
     def evaluate(self, network: "nn.Cell", preset: ResNetPreset) -> dict[str, float]:  # type: ignore[override]
-        from msbench.settings import Settings
-
         batch = eval_batch_size(preset.eval_samples, preset.batch_size)
         dataset = self.make_dataset(preset, "eval", Settings(), batch)
         return {self.metric_name: top1_accuracy(network, dataset)}

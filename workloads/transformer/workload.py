@@ -18,7 +18,9 @@ from workloads.base import Preset, Workload, load_presets
 from workloads.pipeline import MapStage, PipelineSpec, SampleSource, build_pipeline
 from workloads.transformer import data
 from msbench.errors import ConfigError
-from workloads.transformer.config import TASKS, BertPreset, LLMPreset, Seq2SeqPreset, TransformerPreset
+from workloads.parallel_plan import annotate, plan_parallel
+from workloads.transformer.config import (TASKS, BertPreset, LLMPreset, Seq2SeqPreset, TransformerPreset,
+                                          llm_forward_flops, llm_parameter_count)
 from workloads.transformer.metrics import majority_accuracy, token_accuracy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,11 +154,13 @@ class EncoderDecoderWorkload(TransformerWorkload):
         return data.SequenceTaskSource(preset, split)
 
     def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import EncoderDecoder
 
         return EncoderDecoder(preset)
 
     def build_loss(self, preset: Seq2SeqPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import SmoothedTokenCrossEntropy, TokenCrossEntropy
 
         if preset.label_smoothing:
@@ -187,11 +191,13 @@ class BertWorkload(TransformerWorkload):
         return {"nsp_accuracy": nsp}, mlm_logits.asnumpy().argmax(-1), labels[0]
 
     def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import Bert
 
         return Bert(preset)
 
     def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import BertPretrainingLoss
 
         return BertPretrainingLoss()
@@ -211,11 +217,13 @@ class GPT2Workload(TransformerWorkload):
         return data.LanguageModelSource(preset, split)
 
     def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import GPT2
 
         return GPT2(preset)
 
     def build_loss(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.network import TokenCrossEntropy
 
         return TokenCrossEntropy()
@@ -230,20 +238,20 @@ class LLMWorkload(GPT2Workload):
     identical_blocks: ClassVar[tuple[str, ...]] = ("layers",)
 
     def build_network(self, preset: TransformerPreset) -> "nn.Cell":
+        # imports MindSpore: only when a network is built
         from workloads.transformer.llm import DecoderLM
 
         return DecoderLM(preset)  # type: ignore[arg-type]
 
     def size_from_config(self, preset: TransformerPreset) -> tuple[int, int]:
         """The formulas of config.py (tests/workloads/test_llama.py checks both against the tiny networks)."""
-        from workloads.transformer.config import llm_forward_flops, llm_parameter_count
 
         return llm_parameter_count(preset), llm_forward_flops(preset)  # type: ignore[arg-type]
 
     def build_parallel_network(self, preset: TransformerPreset, settings: "Settings") -> "nn.Cell":
         """The fused attention kernel when flash_attention is set; the plan's shard strategies and pipeline
         stages on the blocks in the semi-auto/auto modes (workloads/parallel_plan.py)."""
-        from workloads.parallel_plan import annotate, plan_parallel
+        # imports MindSpore: only when a network is built
         from workloads.transformer.llm import DecoderLM
 
         return annotate(DecoderLM(preset, flash=settings.flash_attention), plan_parallel(settings))  # type: ignore[arg-type]

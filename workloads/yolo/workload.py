@@ -10,17 +10,19 @@ import numpy as np
 
 from msbench.cache import content_key
 from msbench.errors import ConfigError
+from msbench.settings import Settings
 from workloads.base import Preset, Workload
 from workloads.classification import eval_batch_size
 from workloads.pipeline import MapStage, PipelineSpec, build_pipeline
 from workloads.yolo import data
 from workloads.yolo.augment import AUGMENTS, YoloTransform
+from workloads.yolo.metrics import coco_map
+from workloads.yolo.postprocess import decode_v5, decode_v8, detections
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
     from mindspore.dataset import Dataset
 
-    from msbench.settings import Settings
     from workloads.yolo.network import YoloArch
 
 SPLITS = ("train", "eval")
@@ -85,21 +87,25 @@ class YoloWorkload(Workload):
             self.version, self.nms_iou = NETWORKS[name]
 
     def arch(self, preset: YoloPreset) -> "YoloArch":
+        # imports MindSpore: only when a network is built
         from workloads.yolo.network import YoloArch
 
         return YoloArch(self.version, preset.depth, preset.width, preset.num_classes, preset.image_size,
                         preset.max_channels)
 
     def build_network(self, preset: YoloPreset) -> "nn.Cell":  # type: ignore[override]
+        # imports MindSpore: only when a network is built
         from workloads.yolo.network import YoloNet
 
         return YoloNet(self.arch(preset))
 
     def build_loss(self, preset: YoloPreset) -> "nn.Cell":  # type: ignore[override]
         if self.version == "v5":
+            # imports MindSpore: only when a loss is built
             from workloads.yolo.loss_v5 import YOLOv5Loss
 
             return YOLOv5Loss(preset.num_classes, preset.image_size)
+        # imports MindSpore: only when a loss is built
         from workloads.yolo.loss_v8 import YOLOv8Loss
 
         return YOLOv8Loss(preset.num_classes, preset.image_size)
@@ -144,7 +150,6 @@ class YoloWorkload(Workload):
         """Per image (n, 6) [x1, y1, x2, y2, score, class] in input pixels, after NMS."""
         from mindspore import Tensor
 
-        from workloads.yolo.postprocess import decode_v5, decode_v8, detections
 
         maps = [m.asnumpy().astype(np.float32) for m in network(Tensor(images))]
         if self.version == "v5":
@@ -154,9 +159,6 @@ class YoloWorkload(Workload):
         return [detections(b, s, iou=self.nms_iou) for b, s in zip(boxes, scores)]
 
     def evaluate(self, network: "nn.Cell", preset: YoloPreset) -> dict[str, float]:  # type: ignore[override]
-        from msbench.settings import Settings
-        from workloads.yolo.metrics import coco_map
-
         batch = eval_batch_size(preset.eval_samples, preset.batch_size)
         dataset = self.make_dataset(preset, "eval", Settings(), batch)
         was_training = network.training

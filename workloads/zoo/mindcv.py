@@ -22,6 +22,7 @@ import numpy as np
 from msbench.errors import ConfigError, UserError
 from workloads.base import Preset, Workload, make_preset
 from workloads.classification import chance_top1
+from workloads.registry import get_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from mindspore import nn
@@ -97,7 +98,6 @@ def module_of(model: str) -> str:
 
 
 def resnet50() -> Workload:
-    from workloads.registry import get_workload
 
     return get_workload("resnet50")
 

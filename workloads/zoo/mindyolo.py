@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from msbench.errors import ConfigError, UserError
 from workloads.base import Preset, make_preset
 from workloads.yolo.workload import YoloPreset, YoloWorkload
+from workloads.registry import get_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -73,7 +74,6 @@ def scale_of(config: str) -> dict[str, Any]:
 
 
 def data_workload(config: str) -> YoloWorkload:
-    from workloads.registry import get_workload
 
     return get_workload(scale_of(config)["data"])  # type: ignore[return-value]
 

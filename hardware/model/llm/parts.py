@@ -32,6 +32,7 @@ class PartWorkload:
         self.tensor_parallel, self.micro_batch = tensor_parallel, micro_batch
 
     def build_network(self, preset: Any) -> Any:
+        # imports MindSpore: only in the extraction child
         from workloads.transformer.llm import BlockShape, build_block, build_embedding_head
 
         if self.part == "block":
@@ -80,6 +81,7 @@ def cotangent_loss() -> Any:
 
 def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     """Child side: build and compile the part's training step on a synthetic micro-batch."""
+    # the extraction child's own: after it set the IR dump environment
     from hardware.model.extract import compile_step
     from msbench.settings import make_settings
     from workloads.registry import get_workload
