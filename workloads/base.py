@@ -108,6 +108,12 @@ def refuse_llm_parallelism(workload: str, settings: "Settings") -> None:
                                    "fused attention); only the decoder-only LLM stack (llama2-*, gpt3-175b) has one")
 
 
+def trainable_parameters(network: Any) -> int:
+    """Trainable parameter elements of a built network (BatchNorm moving statistics are not, like torch's
+    buffers): what the workload table and the published counts it is checked against count."""
+    return sum(int(p.size) for p in network.trainable_params())
+
+
 class Workload(ABC):
     """One network of a family. A family's class sets the class variables and implements the builders; each
     network of a built-in family is that class named (its presets are tables of the family's presets file:

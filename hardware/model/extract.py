@@ -133,6 +133,7 @@ def compile_forward(request: dict[str, Any]) -> dict[str, Any]:
     import mindspore as ms
 
     # Inside: importing a workload imports MindSpore, which must come after answer() set dump_env.
+    from workloads.base import trainable_parameters
     from workloads.registry import get_workload
 
     ms.set_device("CPU")
@@ -144,8 +145,7 @@ def compile_forward(request: dict[str, Any]) -> dict[str, Any]:
     n_inputs = len(workload.columns(preset)[0])
     with shape_only():
         network.compile(*[unfilled_tensor(a) for a in workload.synthetic_batch(preset, 1)[:n_inputs]])
-    # Trainable parameters of the network, used in its forward or not (BatchNorm statistics are not trainable).
-    return {"trainable": [], "trainable_elements": sum(int(p.size) for p in network.trainable_params())}
+    return {"trainable": [], "trainable_elements": trainable_parameters(network)}   # used in its forward or not
 
 
 def zero_filled_initializers() -> None:

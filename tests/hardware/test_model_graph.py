@@ -263,6 +263,7 @@ def test_the_workload_table_counts_what_an_exported_network_counts(scratch):
     import mindspore as ms
 
     from hardware.model.graph import workload_forward_size
+    from workloads.base import trainable_parameters
     from workloads.registry import get_workload
 
     name = "resnet50"
@@ -270,5 +271,5 @@ def test_the_workload_table_counts_what_an_exported_network_counts(scratch):
     preset = workload.preset("tiny")
     network = workload.build_network(preset)
     inputs = [ms.Tensor(a) for a in workload.synthetic_batch(preset, 1)[:len(workload.columns(preset)[0])]]
-    params = sum(int(p.size) for p in network.trainable_params())
+    params = trainable_parameters(network)
     assert workload_forward_size(name, "tiny") == (params, forward_flops(network, inputs)) and params > 0

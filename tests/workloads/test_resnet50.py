@@ -19,10 +19,10 @@ def wl():
 
 @pytest.mark.slow
 def test_full_network_has_the_published_parameter_count(wl, scratch):
-    from msbench.commands.summary import trainable_params
+    from workloads.base import trainable_parameters
 
     network = wl.build_network(wl.preset("full"))
-    assert trainable_params(network) == pytest.approx(PUBLISHED_PARAMS, rel=0.005)
+    assert trainable_parameters(network) == pytest.approx(PUBLISHED_PARAMS, rel=0.005)
 
 
 def test_downsampling_is_on_the_3x3_conv_v1_5(wl, scratch):

@@ -26,10 +26,10 @@ def tensor(array, dtype=np.float32):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_full_network_has_the_published_parameter_count(name, scratch):
-    from msbench.commands.summary import trainable_params
+    from workloads.base import trainable_parameters
 
     wl = get_workload(name)
-    assert trainable_params(wl.build_network(wl.preset("full"))) == pytest.approx(PUBLISHED[name][0], rel=TOLERANCE)
+    assert trainable_parameters(wl.build_network(wl.preset("full"))) == pytest.approx(PUBLISHED[name][0], rel=TOLERANCE)
 
 
 @pytest.mark.slow

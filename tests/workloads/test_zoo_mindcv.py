@@ -67,13 +67,13 @@ def test_zoo_sources_include_mindcvs_models(tmp_path):
 
 @pytest.mark.slow
 def test_the_same_parameters_net_of_batchnorm_statistics(graph_mode):
-    from msbench.commands.summary import trainable_params
+    from workloads.base import trainable_parameters
 
     counts = {}
     for name in PEERS:
         workload = registry.get_workload(name)
         network = workload.build_network(workload.preset("full"))
-        counts[name] = (trainable_params(network), sum(int(p.size) for p in network.get_parameters()))
+        counts[name] = (trainable_parameters(network), sum(int(p.size) for p in network.get_parameters()))
     assert counts["mindcv:resnet50"][1] == MINDCV_RESNET50_ALL_PARAMS
     assert counts["resnet50"] == counts["mindcv:resnet50"]
 

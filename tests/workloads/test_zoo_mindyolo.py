@@ -99,13 +99,13 @@ def test_recompute_marks_the_same_blocks_as_msbenchs_yolo_also_after_amp_o1_rewr
 @pytest.mark.slow
 @pytest.mark.parametrize("ours", sorted(PEERS))
 def test_the_same_trainable_parameters(ours, scratch):
-    from msbench.commands.summary import trainable_params
+    from workloads.base import trainable_parameters
 
     counts = {}
     for name in (ours, PEERS[ours]):
         workload = registry.get_workload(name)
         network = workload.build_network(workload.preset("full"))
-        counts[name] = (trainable_params(network), sum(int(p.size) for p in network.get_parameters()))
+        counts[name] = (trainable_parameters(network), sum(int(p.size) for p in network.get_parameters()))
     (mine, mine_all), (theirs, theirs_all) = counts[ours], counts[PEERS[ours]]
     assert theirs == mine and theirs_all == mine_all + MINDYOLO_EXTRA_STATE
 
