@@ -73,8 +73,9 @@ def test_graphs_that_do_not_align_are_not_scaled():
 
 
 @pytest.mark.slow
-# yolov5s: the batch scaling yolov8n's case checks, on another YOLO's blocks (the long tier)
-@pytest.mark.parametrize("workload", [pytest.param(w, marks=pytest.mark.long) if w == "yolov5s" else w for w in SCALED])
+# yolov5s and gpt2-small: the batch scaling yolov8n's and transformer-base's cases check (the long tier)
+@pytest.mark.parametrize("workload", [pytest.param(w, marks=pytest.mark.long) if w in ("yolov5s", "gpt2-small") else w
+                                      for w in SCALED])
 def test_scaled_extraction_matches_a_direct_one(workload):
     """Tiny presets: batch 8 scaled from the reference batches against batch 8 compiled directly."""
     from hardware.model.graph import direct_graph, extract_graph
@@ -94,7 +95,9 @@ def depth_overrides(workload: str, depth: int) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", STACKED)
+# gpt2-small: a stack of the blocks bert-base's (encoder) and llama2-70b's (decoder) cases check (the long tier)
+@pytest.mark.parametrize("workload", [pytest.param(w, marks=pytest.mark.long) if w == "gpt2-small" else w
+                                      for w in STACKED])
 def test_depth_scaled_extraction_matches_a_direct_one(workload):
     """Tiny presets at batch 2: three blocks per stack extended from one and two, against three compiled."""
     from hardware.model.graph import direct_graph
