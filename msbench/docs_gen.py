@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 from hardware.knob_table import knob_table
 from hardware.model.profile import list_profiles
 from msbench.commands.summary import list_workloads
+from msbench.resources import suite_path
 from hardware.mindspore.accuracy import BUDGET_FILE
 from msbench.settings import Settings
 from workloads.registry import get_workload
@@ -141,20 +142,22 @@ def validation_markdown(profile: str) -> str:
     return done.stdout
 
 
-CODE_ROOT = Path(__file__).resolve().parents[1]
 INPUT_TREES = ("hardware", "workloads", "msbench")
 INPUT_SUFFIXES = (".py", ".toml", ".json", ".yaml", ".yml")
 DIGEST_LINE = re.compile(r"^<!-- inputs sha256:([0-9a-f]{64}) ", re.MULTILINE)
 
 
-def inputs_digest(root: Path = CODE_ROOT) -> str:
+def inputs_digest(root: Path | None = None) -> str:
     """sha256 over the MindSpore version and every source file a slow page can depend on (path and bytes):
-    conservative, so any edit there, one that changes no number included, asks for the page to be rewritten."""
+    conservative, so any edit there, one that changes no number included, asks for the page to be rewritten.
+    The trees are the installed packages (msbench.resources.suite_path), or those under `root` (tests)."""
     digest = hashlib.sha256(importlib.metadata.version("mindspore").encode())
-    files = sorted(path for tree in INPUT_TREES for path in (root / tree).rglob("*")
+    trees = {tree: (root / tree if root is not None else suite_path(tree)) for tree in INPUT_TREES}
+    files = sorted((tree, path) for tree, top in trees.items() for path in top.rglob("*")
                    if path.suffix in INPUT_SUFFIXES and path.is_file() and "__pycache__" not in path.parts)
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for tree, path in files:
+        name = f"{tree}/{path.relative_to(trees[tree]).as_posix()}"
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
