@@ -9,15 +9,14 @@ import sys
 import threading
 from typing import Callable, Sequence
 
-from msbench.cell import Cell, parse_overrides
 from msbench.child import Terminated, raise_on_sigterm
+from msbench.console import print_table
 from msbench.errors import UserError
-from msbench.matrix import MAX_CELLS, check_workload_settings
+from msbench.matrix import MAX_CELLS
 from msbench.matrix_file import load_matrix
 from msbench.plugins import check_spec, import_object
-from msbench.settings import make_settings, parse_assignments
+from msbench.settings import parse_assignments
 from msbench.tracked import ACCURACY_TOLERANCE_PP
-from workloads.registry import check_workload
 
 # verb -> "module:function(args) -> exit code"; lazy so `msbench list knobs` never imports MindSpore.
 HANDLERS: dict[str, str] = {
@@ -62,32 +61,6 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
                    help="where cells run: this machine (local, the default; or $MSBENCH_EXECUTOR) or a Ray cluster")
     p.add_argument("--address", default=None,
                    help="Ray cluster address (with --executor ray; default: start a local Ray instance)")
-
-
-def cell_from_args(args: argparse.Namespace, target: str):
-    """The Cell named by `WORKLOAD [--preset] [--set ...] [--override ...]` on `target`."""
-    check_workload(args.workload, tuple(check_spec(p) for p in args.allow_plugin), "the command line")
-    preset = args.preset
-    if preset is None:                      # `msbench predict`: the profile decides (full on an NPU)
-        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
-        from hardware.model.profile import default_preset, load_profile
-
-        preset = default_preset(load_profile(target.partition(":")[2]))
-    start: dict[str, object] = {}
-    if hasattr(args, "start"):                  # `msbench predict --from`: the published recipe, --set over it
-        # lazy: the CLI's startup loads only what every verb needs (msbench --help: 198 modules; at the top, 226)
-        from workloads.recipes import recipe_for
-
-        recipe = recipe_for(args.workload, preset, args.start or "recipe")
-        start = dict(recipe.settings) if recipe else {}
-    settings = make_settings({**start, **parse_assignments(args.set)},
-                             where=f"--set over the {args.workload} recipe (--from mindspore-defaults: over none)"
-                             if start else "--set")
-    cell = Cell(workload=args.workload, preset=preset, overrides=parse_overrides(args.override),
-                settings=settings, target=target, scenario=getattr(args, "scenario", "train"))
-
-    check_workload_settings(cell)   # refuse a bad preset, field or workload-dependent knob value now
-    return cell
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -284,17 +257,6 @@ def matrix_command(args: argparse.Namespace) -> int:
                  for c in expansion.entries])
     print(expansion.summary_line())
     return 0
-
-
-def print_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
-    # Off a terminal rich would squeeze columns to 80 characters; keep ids and labels whole.
-    Console(width=None if sys.stdout.isatty() else 240).print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from msbench.child import Terminated
 from msbench.errors import UserError
 from msbench.outputs import check_dir
 from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
-from msbench.cli import print_table
+from msbench.console import print_table
 from msbench.executors import CellJob, check_executor, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
 from msbench.matrix import MAX_CELLS, Entry, Expansion

@@ -127,8 +127,10 @@ class Workload(ABC):
     # Preset fields that count identical blocks of a stack (the device model extracts a shallow copy
     # and extends it: hardware/model/scaling.py). Only where every block is the same network.
     identical_blocks: ClassVar[tuple[str, ...]] = ()
-    # Networks of a family that feed one data pipeline name the workload whose host-cost entries measure
-    # it and the preset fields that pipeline reads (the rest size or train the network only).
+    # Networks of a family that feed one data pipeline name the network of their family (the class that sets
+    # this, named) whose host-cost entries measure it, and the preset fields that pipeline reads (the rest
+    # size or train the network only). A workload fed by another class's pipeline overrides
+    # `calibrated_pipeline`.
     data_workload: ClassVar[str | None] = None
     pipeline_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -192,10 +194,9 @@ class Workload(ABC):
         has one entry: separate measurements of the YOLO pipeline differed by 15%, and so did predictions."""
         if self.data_workload is None:
             return self.name, preset, dict(overrides)
-        # cycle: the registry imports this module
-        from workloads.registry import get_workload
-
-        source = get_workload(self.data_workload)
+        # A network of the family: the class that names `data_workload` builds it (an adapter subclass may not).
+        family = next(cls for cls in type(self).__mro__ if "data_workload" in vars(cls))
+        source = family(self.data_workload)
         if preset not in source.presets():
             return self.name, preset, dict(overrides)
         own, base = self.preset(preset, overrides), source.preset(preset, {})

@@ -9,6 +9,7 @@ applies `data_format` (generator or MindRecord), `cache`, `workers`, `prefetch`,
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from msbench.settings import Settings
+from workloads.train_step import step_batch_size
 
 CACHE_SESSION_ENV = "MSBENCH_DATASET_CACHE_SESSION"
 
@@ -126,11 +128,6 @@ DEVICE_VISION_OPS = ("Decode", "Resize", "Normalize")
 def ragged_last_batch(preset: Any, settings: Settings) -> bool:
     """Whether an epoch of the training split ends in a partial batch on each rank (the rank's shard is
     the split's ceiling share, as MindSpore's distributed sampler pads it): what drop_remainder drops."""
-    import math
-
-    # cycle: train_step imports this module
-    from workloads.train_step import step_batch_size
-
     return math.ceil(preset.train_samples / settings.devices) % step_batch_size(preset, settings) != 0
 
 

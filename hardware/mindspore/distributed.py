@@ -25,7 +25,7 @@ from msbench.cell import Cell
 from msbench.child import ChildScope
 from msbench.child_io import ANSWER, child_env, read_message, write_message
 from msbench.records import Record, StepStats
-from hardware.mindspore.measure import stop_reason
+from hardware.mindspore.measure import make_metrics, per_step, stop_reason
 from workloads.parallel_plan import apply_context as apply_parallel_context, plan_parallel
 from hardware.mindspore.session import run_session
 
@@ -67,9 +67,6 @@ def combine(cell: Cell, device: str, ranks: list[dict[str, Any]]) -> Record:
     unsupported = [r["unsupported"] for r in ranks if r.get("unsupported")]
     if unsupported:
         return Record(cell=cell, status="unsupported", reason=unsupported[0])
-    # cycle: hardware.mindspore.target imports run_distributed from here
-    from hardware.mindspore.target import make_metrics, per_step
-
     def step_median(rank: dict[str, Any]) -> float:
         return rank["stats"]["median"] / rank.get("steps_per_call", 1)
 

@@ -18,13 +18,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from hardware.mindspore.config import MeasureConfig
-from msbench.records import StepStats
+from msbench.records import Metrics, StepStats
 from msbench.stats import mean_interval
+
+if TYPE_CHECKING:
+    from hardware.mindspore.memory import MemoryReport
 
 Z95 = 1.959964
 # The full range of n samples covers the median with probability 1 - 2 * 0.5**n: at least 95% from n = 6.
@@ -150,3 +153,23 @@ def process_stop_reason(medians: list[float], config: MeasureConfig) -> str | No
     if n >= config.max_processes:
         return f"max_processes={config.max_processes} reached"
     return None
+
+
+def make_metrics(*, stats: StepStats, data_s: float, compile_s: float, global_samples: int, step_batch: int,
+                 memory: "MemoryReport", extra: dict[str, Any]) -> Metrics:
+    """Record metrics of a measured session: throughput = global samples per step / median step time."""
+    return Metrics(
+        step_time_s=stats.median, step_time_stats=stats,
+        throughput=global_samples / stats.median, throughput_per_device=step_batch / stats.median,
+        peak_memory_bytes=memory.headline_bytes, peak_memory_source=memory.source, peak_memory_detail=memory.detail,
+        compile_time_s=compile_s, breakdown={"data_wait": data_s, "compute": max(0.0, stats.median - data_s)},
+        extra={**extra, "global_samples_per_step": global_samples},
+    )
+
+
+def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
+    """Stats of calls that each ran `steps_per_call` optimizer steps (dataset sink), per step."""
+    if steps_per_call == 1:
+        return stats
+    k = float(steps_per_call)
+    return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])

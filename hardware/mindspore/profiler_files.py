@@ -1,6 +1,6 @@
 """The per-op summary of one folder MindSpore 2.10's Profiler wrote, read from whichever backend's files it holds.
 
-One summary shape for every backend (hardware/model/op_times.py), so `msbench report`'s per-op section
+One summary shape for every backend (hardware/op_times.py), so `msbench report`'s per-op section
 reads a CPU and an Ascend run alike. The layouts, each read by its documented column names:
 
 - **CPU** (reference mindspore-2.10-cpu.md §4): `FRAMEWORK/cpu_op_type_info_<rank>.csv` (op_type,
@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from hardware.model.op_times import op_profile
+from hardware.op_times import op_profile
 
 CPU_SOURCE = "mindspore.profiler (cpu_op_type_info, cpu_op_detail_info)"
 ASCEND_SOURCE = "mindspore.profiler (ASCEND_PROFILER_OUTPUT op_statistic, kernel_details)"

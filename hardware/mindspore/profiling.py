@@ -2,7 +2,7 @@
 
 The profiled steps run after the measured ones, in a separate pass, so the Profiler's overhead never
 enters the timed step metrics. The output folder stays beside the run's records (`<run>.profiles/<cell
-id>/`); the summary (hardware/model/op_times.py's shape, parsed from the backend's files by
+id>/`); the summary (hardware/op_times.py's shape, parsed from the backend's files by
 hardware/mindspore/profiler_files.py) goes into the record.
 """
 

@@ -12,7 +12,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -20,24 +20,22 @@ from hardware.mindspore.accuracy import ACCURACY_SEEDS, accuracies_in_subprocess
 from hardware.mindspore.backend import unsupported_reason
 from hardware.mindspore.config import MeasureConfig, check_device
 from hardware.mindspore.dataset_cache import cache_binary
-from hardware.model.graph import mindspore_version, workload_sources
 from msbench.cell import Cell
 from msbench.errors import ConfigError
 from hardware.scenarios import scenario_refusal
 from msbench.freshness import files_digest, fingerprint, recorded_options
-from msbench.records import Metrics, Record, StepStats
+from msbench.records import Record
+from msbench.provenance import package_version
 from msbench.resources import suite_path
+from workloads.registry import workload_sources
 from hardware.mindspore.session import is_mindspore_oom
 from hardware.mindspore.inference import run_inference
 from hardware.mindspore.distributed import run_distributed
 from hardware.mindspore.dataset_cache import DatasetCacheServer
 from hardware.mindspore.measure import process_stop_reason
-from hardware.mindspore.measure import process_stats
+from hardware.mindspore.measure import make_metrics, per_step, process_stats
 from hardware.mindspore.inference import latency_percentiles
 from hardware.mindspore.session import run_session
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hardware.mindspore.memory import MemoryReport
 
 
 # Extra fields that describe one measured process, kept per process in a combined record.
@@ -72,7 +70,7 @@ class MindSporeTarget:
         here = Path(__file__).resolve().parent
         sources = [*here.glob("*.py"), here.parent / "capabilities.py", suite_path("msbench/settings.py"),
                    suite_path("workloads/parallel_plan.py"), *workload_sources(cell.workload)]
-        return fingerprint("mindspore", files_digest(sources), mindspore_version(), self.device,
+        return fingerprint("mindspore", files_digest(sources), package_version("mindspore"), self.device,
                            recorded_options(self.accuracy, self.accuracy_seeds, self.accuracy_knobs,
                                             self.profile_dir is not None))
 
@@ -156,26 +154,6 @@ class MindSporeTarget:
                                extra={**result.extra, "steps_per_call": result.steps_per_call, "device": self.device})
         metrics.op_profile = result.op_profile
         return Record(cell=cell, status="ok", metrics=metrics)
-
-
-def make_metrics(*, stats: StepStats, data_s: float, compile_s: float, global_samples: int, step_batch: int,
-                 memory: "MemoryReport", extra: dict[str, Any]) -> Metrics:
-    """Record metrics of a measured session: throughput = global samples per step / median step time."""
-    return Metrics(
-        step_time_s=stats.median, step_time_stats=stats,
-        throughput=global_samples / stats.median, throughput_per_device=step_batch / stats.median,
-        peak_memory_bytes=memory.headline_bytes, peak_memory_source=memory.source, peak_memory_detail=memory.detail,
-        compile_time_s=compile_s, breakdown={"data_wait": data_s, "compute": max(0.0, stats.median - data_s)},
-        extra={**extra, "global_samples_per_step": global_samples},
-    )
-
-
-def per_step(stats: StepStats, steps_per_call: int) -> StepStats:
-    """Stats of calls that each ran `steps_per_call` optimizer steps (dataset sink), per step."""
-    if steps_per_call == 1:
-        return stats
-    k = float(steps_per_call)
-    return replace(stats, median=stats.median / k, iqr=stats.iqr / k, samples=[s / k for s in stats.samples])
 
 
 def add_accuracy(record: Record, seeds: int = ACCURACY_SEEDS, knobs: tuple[str, ...] | None = None,

@@ -45,7 +45,7 @@ COMPILE_SLOTS = threading.BoundedSemaphore(COMPILE_CHILDREN)
 MIN_CHUNK = 4          # compiles per child at least: a child's MindSpore import is about one small compile
 # Editing the parser invalidates cached graphs too (SCHEMA is for layout changes of OpGraph itself).
 PARSER_SOURCES = tuple(Path(__file__).with_name(name) for name in ("ir.py", "dataflow.py", "extract.py",
-                                                                         "cpu_optimizers.py"))
+                                                                         "step_compile.py", "cpu_optimizers.py"))
 
 
 # Graphs already read in this process, by (cache directory, key): a matrix predicts many cells of one

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from hardware.capabilities import Facts
 from hardware.model.compile_mode import CompileMode, compile_mode
 from hardware.model.compute import has_flash_kernel
-from hardware.model.llm.predict import is_llm_preset
+from workloads.transformer.config import is_llm_preset
 from hardware.model.profile import HardwareProfile, load_profile
 from msbench.cell import Cell
 from msbench.settings import Settings

@@ -25,13 +25,13 @@ from msbench.records import Record
 
 
 from msbench.resources import suite_path
-from hardware.model.op_times import predicted_op_profile
+from hardware.op_times import predicted_op_profile
 from hardware.model.predict import canonical
 from hardware.model.trace import UNTRACEABLE, trace_title, write_trace
 from hardware.mindspore.target import add_accuracy
 
 MODEL_DIR, MINDSPORE_DIR, CALIBRATION_DIR = (suite_path(f"hardware/{d}") for d in ("model", "mindspore", "calibration"))
-SPINE = (suite_path("hardware/capabilities.py"), suite_path("msbench/settings.py"))
+SPINE = (suite_path("hardware/capabilities.py"), suite_path("hardware/op_times.py"), suite_path("msbench/settings.py"))
 
 
 class ModelTarget:

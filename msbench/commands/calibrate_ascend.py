@@ -20,9 +20,9 @@ from hardware.calibration.profiler_join import count_lines, join
 from hardware.calibration.profiler_kernels import read_profiler
 from hardware.calibration.user_profile import ProfiledRun, derive_profile
 from hardware.model.profile import PROFILE_DIR, HardwareProfile, load_profile
-from hardware.model.llm.predict import is_llm_preset
+from workloads.transformer.config import is_llm_preset
 from msbench.cell import Cell
-from msbench.cli import cell_from_args
+from msbench.commands.cell_args import cell_from_args
 from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
 from workloads.registry import get_workload

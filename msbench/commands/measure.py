@@ -8,7 +8,8 @@ import json
 from dataclasses import replace
 
 from msbench.cell_run import run_cells
-from msbench.cli import cell_from_args, print_table
+from msbench.commands.cell_args import cell_from_args
+from msbench.console import print_table
 from msbench.errors import UserError
 from msbench.outputs import check_dir
 from msbench.records import Record

@@ -18,7 +18,7 @@ from hardware.model.outcome import predict_cell
 from hardware.model.predict import Prediction
 from hardware.model.profile import load_profile
 from msbench.cell import Cell
-from msbench.cli import cell_from_args
+from msbench.commands.cell_args import cell_from_args
 from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
 from msbench.outputs import check_file

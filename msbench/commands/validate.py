@@ -20,7 +20,7 @@ from hardware.validation.measured import measured_command, wants_measured
 from hardware.validation.cpu_subset import quick_cells
 from hardware.validation.cpu import REAL_TARGET, RUN_ID, VALIDATION_MATRIX, compare, cpu_profiles, cpu_warning, report
 from hardware.validation.report import evaluate, render
-from msbench.cli import print_table
+from msbench.console import print_table
 from msbench.errors import ConfigError
 from msbench.matrix_file import load_matrix
 from msbench.outputs import check_dir

@@ -7,66 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+from typing import Iterator
 
-from msbench.cell import Cell
-from msbench.cell_run import failure_record, run_cell
 from msbench.errors import UserError
-from msbench.matrix import Entry
-from msbench.records import Record
+from msbench.executors.job import CellJob, Done, Executor
+from msbench.executors.ray_cluster import check_reachable
 from msbench.plugins import import_object
-from msbench.targets import resolve_target
+
+__all__ = ["CellJob", "Done", "Executor", "check_executor", "executor_env", "executor_name", "open_executor"]
 
 EXECUTOR_ENV = "MSBENCH_EXECUTOR"          # the default of --executor (how asv's setup_cache gets it)
 EXECUTORS: dict[str, str] = {
     "local": "msbench.executors.local:LocalExecutor",
     "ray": "msbench.executors.ray_cluster:RayExecutor",
 }
-Done = Callable[[Entry, Record], None]
-
-
-@dataclass(frozen=True)
-class CellJob:
-    """What running one entry needs, and nothing of the driver's state: plain data, so an executor
-    can ship it to another process or node."""
-
-    options: Mapping[str, Any] = field(default_factory=dict)
-    timeout: float = 1800.0
-    plugins: tuple[str, ...] = ()          # the command line's --allow-plugin specs (never the matrix file's)
-    wait_quiet_s: float = 0.0              # --wait-quiet: before each measured process (msbench.repeat)
-
-    def __call__(self, entry: Entry) -> Record:
-        if entry.status == "invalid":
-            return failure_record(entry.cell, "invalid", entry.reason)
-        return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins,
-                        wait_quiet_s=self.wait_quiet_s)
-
-    def prepare(self, entries: Sequence[Entry], announce: Callable[[str], None]) -> None:
-        """Each target's work that its cells share, done once before any runs (the optional
-        `Target.prepare`: the device model compiles a matrix's LLM parts)."""
-        cells: dict[str, list[Cell]] = {}
-        for entry in entries:
-            if entry.status != "invalid":
-                cells.setdefault(entry.cell.target, []).append(entry.cell)
-        for name, chosen in cells.items():
-            prepare = getattr(resolve_target(name, self.plugins, **self.options), "prepare", None)
-            if prepare is not None:
-                prepare(chosen, announce)
-
-
-class Executor(Protocol):
-    name: str
-
-    def prepare(self, entries: Sequence[Entry], job: CellJob, announce: Callable[[str], None]) -> None:
-        """Before `run`: `job.prepare` where the cells will run, or nothing where that is not here."""
-
-    def run(self, entries: Sequence[Entry], job: CellJob, done: Done) -> None:
-        """Run every entry with `job` and call `done(entry, record)` in this thread as each finishes.
-        `record.provenance` may hold where the cell ran (the runner adds the rest)."""
-
-    def close(self) -> None:
-        """Release what the executor started (threads, a local Ray instance)."""
 
 
 def executor_name(name: str | None) -> str:
@@ -98,9 +52,6 @@ def check_executor(name: str | None, address: str | None) -> None:
     check_address(chosen, address)
     cluster = address or os.environ.get("RAY_ADDRESS")
     if chosen == "ray" and cluster:
-        # cycle: msbench.executors.ray_cluster imports CellJob and Done from here
-        from msbench.executors.ray_cluster import check_reachable
-
         check_reachable(cluster, "--address" if address else "RAY_ADDRESS")
 
 

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Sequence
 
 from msbench.child import kill_live_children
-from msbench.executors import CellJob, Done
+from msbench.executors.job import CellJob, Done
 from msbench.matrix import Entry
 
 

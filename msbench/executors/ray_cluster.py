@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from msbench.cell_run import failure_record
 from msbench.errors import UserError
-from msbench.executors import CellJob, Done
+from msbench.executors.job import CellJob, Done
 from msbench.matrix import Entry
 from msbench.provenance import ENV_KEYS, capture_provenance
 from msbench.records import Record

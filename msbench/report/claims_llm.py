@@ -46,7 +46,6 @@ def bubble_measure(few: pd.Series, many: pd.Series) -> dict[str, float | None]:
 
 def fewer_and_more_micro_batches(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """Pairs of pipelined ok cells that differ only in micro_batches (and so the micro-batch size)."""
-    # cycle: msbench.report.claims imports llm_claims from here
 
     for _, group in same_except(frame, {"micro_batches"}):
         rows = [r for _, r in group.iterrows() if int(r["pipeline_stages"]) > 1]
@@ -65,7 +64,6 @@ def memory_175b_measure(plain: pd.Series, sharded: pd.Series) -> dict[str, float
 def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """gpt3-175b cells, ok or OOM: no sharding and no recompute against optimizer_shard with full or
     selective recompute, everything else equal."""
-    # cycle: msbench.report.claims imports llm_claims from here
 
     cells = frame[(frame["workload"] == "gpt3-175b") & frame["status"].isin(["ok", "oom"])]
     if cells.empty:
@@ -82,7 +80,6 @@ def plain_and_sharded_175b(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.
 
 
 def llm_claims() -> tuple[Claim, ...]:
-    # cycle: msbench.report.claims imports llm_claims from here
 
     return (
         Claim("optimizer_shard", "The parallel optimizer (optimizer_shard) cuts per-card memory, and overlapped "

@@ -2,7 +2,7 @@
 
 A real record run with the Profiler (`msbench measure --profile`, matrix `profile = true`) carries the
 per-op summary of hardware/mindspore/profiling.py; a `model:<profile>` record of a matrix with
-`profile = true` carries the predicted per-op times in the same shape (hardware/model/op_times.py).
+`profile = true` carries the predicted per-op times in the same shape (hardware/op_times.py).
 A measured cell on `mindspore:cpu` is paired with the `model:cpu` record of the same cell (same id but
 for the target). Op types are matched by name (both sides are the CPU backend's kernels) and grouped by
 hardware.model.opclass's classes, the ones the model's efficiencies are fitted per.

@@ -29,7 +29,7 @@ def test_the_shipped_file_covers_every_workload_and_matrix_cell():
     matrix's resized cells are in the file, with the fields the model and a reader need."""
     data = json.loads(CALIBRATION_FILE.read_text())
     assert data["schema"] == SCHEMA and data["note"].startswith(calibration.NOTE)
-    from hardware.model.llm.predict import is_llm_preset
+    from workloads.transformer.config import is_llm_preset
 
     for workload in WORKLOADS:
         for preset in ("tiny", "full"):

@@ -189,7 +189,7 @@ def test_the_compile_child_builds_and_compiles_a_step_without_filling_any_tensor
     code = """
 import json, numpy as np, mindspore as ms
 from mindspore import nn
-from hardware.model.extract import shape_only, unfilled_tensor
+from hardware.model.step_compile import shape_only, unfilled_tensor
 ms.set_device("CPU"); ms.set_context(mode=ms.GRAPH_MODE)
 fill = nn.Cell.init_parameters_data
 with shape_only():

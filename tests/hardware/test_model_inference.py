@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hardware.model.inference import WORKING_SET_ESTIMATE, forward_graph, predict_inference
-from hardware.model.op_times import predicted_op_profile
+from hardware.op_times import predicted_op_profile
 from hardware.model.opgraph import Op
 from hardware.model.predict import predict
 from hardware.model.profile import load_profile

@@ -44,7 +44,8 @@ def test_every_verb_has_help(verb):
 
 
 def test_cell_from_args_types_overrides_and_refuses_bad_fields():
-    from msbench.cli import build_parser, cell_from_args
+    from msbench.cli import build_parser
+    from msbench.commands.cell_args import cell_from_args
     from msbench.errors import ConfigError
 
     args = build_parser().parse_args(["predict", "resnet50", "--set", "amp_level=O2", "--override", "batch_size=4"])

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from msbench.cell import Cell
-from msbench.cli import build_parser, cell_from_args, main
+from msbench.cli import build_parser, main
+from msbench.commands.cell_args import cell_from_args
 from msbench.commands.config_cell import config_cell
 from msbench.errors import ConfigError, UserError
 from msbench.importers import import_config

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_fixtures import record  # noqa: E402
 
-from hardware.model.op_times import op_profile  # noqa: E402
+from hardware.op_times import op_profile  # noqa: E402
 from msbench.report import latency, perop  # noqa: E402
 from msbench.report.build import Options, build_report, training_frame  # noqa: E402
 from msbench.report.load import load_inputs  # noqa: E402

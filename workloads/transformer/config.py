@@ -135,6 +135,12 @@ class LLMPreset(TransformerPreset):
         return self.biased or self.qkv_bias
 
 
+def is_llm_preset(preset: object) -> bool:
+    """A decoder-only LLM preset (grouped-query heads and an FFN kind): the device model predicts it by
+    composing compiled blocks (a zoo or plugin preset with those fields counts too)."""
+    return hasattr(preset, "kv_heads") and hasattr(preset, "mlp")
+
+
 def llm_parameter_count(p: LLMPreset) -> int:
     """Trainable parameters of the decoder-only network built from `p`, counted from its shapes (the test checks
     this against the tiny network's real `trainable_params` and the full sizes against the published counts)."""

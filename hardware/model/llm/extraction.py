@@ -22,8 +22,8 @@ from hardware.model.estimates import estimates_used
 from hardware.model.llm.compose import PassCost
 from hardware.model.llm.flash import fused_attention as fused_attention_ops
 from hardware.model.llm.memory import StageParams
-from hardware.model.graph import GraphCompile, compile_missing_graphs, compiled_graph
-from hardware.model.llm.parts import CACHE_KIND, part_compile
+from hardware.model.graph import CACHE_KIND, GraphCompile, compile_missing_graphs, compiled_graph
+from hardware.model.llm.parts import part_compile
 from hardware.model.lowering import lower
 from hardware.model.opgraph import OpGraph
 from hardware.model.predict import phase_seconds

@@ -15,10 +15,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
-from hardware.model.graph import CACHE_KIND, PARSER_SOURCES, GraphCompile, compiled_graph, graph_knobs, mindspore_version, workload_sources
+from hardware.model.graph import PARSER_SOURCES, GraphCompile, compiled_graph, graph_knobs, mindspore_version, workload_sources
 from hardware.model.opgraph import OpGraph
 from msbench.cache import content_key, source_hash
-from msbench.settings import Settings
+from hardware.model.step_compile import compile_step
+from msbench.settings import Settings, make_settings
+from workloads.registry import get_workload
 
 SCHEMA = 1
 PARTS = ("block", "ends")
@@ -81,11 +83,6 @@ def cotangent_loss() -> Any:
 
 def compile_llm_part(request: dict[str, Any]) -> dict[str, Any]:
     """Child side: build and compile the part's training step on a synthetic micro-batch."""
-    # the extraction child's own: after it set the IR dump environment
-    from hardware.model.extract import compile_step
-    from msbench.settings import make_settings
-    from workloads.registry import get_workload
-
     settings = make_settings({**request["settings"], "devices": 1})
     llm = get_workload(request["workload"])
     preset = llm.preset(request["preset"], request.get("overrides") or {})

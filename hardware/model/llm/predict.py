@@ -23,11 +23,6 @@ if TYPE_CHECKING:
 COMM_PARTS = ("tp_comm", "pp_send", "dp_comm")
 
 
-def is_llm_preset(preset: Any) -> bool:
-    """A decoder-only LLM preset (grouped-query heads and an FFN kind): predicted by block composition."""
-    return hasattr(preset, "kv_heads") and hasattr(preset, "mlp")
-
-
 def decoder_shape(preset: Any) -> DecoderShape:
     return DecoderShape(layers=preset.layers, hidden=preset.d_model, heads=preset.heads, kv_heads=preset.kv_heads,
                         ffn=preset.ff_dim, vocab=preset.vocab_size, seq=preset.seq_len,
