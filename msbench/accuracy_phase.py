@@ -9,7 +9,6 @@ run resumes with the trainings still pending. The trainings themselves are cache
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -20,7 +19,6 @@ from msbench.child import kill_live_children
 from msbench.records import Record
 
 PENDING = {"pending": "the accuracy trainings run after every prediction is recorded"}
-LINE_EVERY_S = 30.0          # without a terminal: a progress line at most this often
 
 
 def deferring(targets: Mapping[str, Any], options: Mapping[str, Any]) -> bool:
@@ -36,22 +34,6 @@ def mark_pending(record: Record) -> None:
 def is_pending(record: Record) -> bool:
     run = (record.metrics.extra or {}).get("accuracy_run")
     return isinstance(run, Mapping) and "pending" in run
-
-
-class Lines:
-    """Progress for a log, a pipe or cron: a line per phase and one every LINE_EVERY_S seconds."""
-
-    def __init__(self, total: int, what: str) -> None:
-        self.total, self.what, self.done, self.last = total, what, 0, time.monotonic()
-        print(f"{what}: {total} cell(s) to train", file=sys.stderr, flush=True)
-
-    def __call__(self, record: Record) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if self.done == self.total or now - self.last >= LINE_EVERY_S:
-            self.last = now
-            print(f"{self.what}: {self.done}/{self.total} ({record.cell.workload} {record.cell.label})",
-                  file=sys.stderr, flush=True)
 
 
 def lanes_of(targets: Mapping[str, Any]) -> int:

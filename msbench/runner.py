@@ -15,13 +15,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from msbench.cell_run import check_timeout
 from msbench.child import Terminated
 from msbench.errors import UserError
 from msbench.outputs import check_dir
-from msbench.accuracy_phase import Lines, add_accuracies, deferring, is_pending, mark_pending
+from msbench.accuracy_phase import add_accuracies, deferring, is_pending, mark_pending
 from msbench.console import print_table
 from msbench.executors import CellJob, check_executor, executor_name, open_executor
 from msbench.freshness import change_rows, fingerprinter, rerun_line, stale_records
@@ -29,6 +29,7 @@ from msbench.matrix import MAX_CELLS, Entry, Expansion
 from msbench.matrix_file import load_matrix
 from msbench.names import check_name
 from msbench.plugins import check_spec
+from msbench.progress import progress as show
 from msbench.provenance import capture_provenance
 from msbench.records import Record
 from msbench.settings import parse_assignments
@@ -202,7 +203,7 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
                   wait_quiet_s=wait_quiet_s)
     try:
         with open_executor(executor, jobs=jobs, address=address) as cells, \
-                progress_bar(len(todo), len(todo) - len(pending), path, enabled=progress) as advance:
+                show(len(todo), len(todo) - len(pending), "predictions", enabled=progress) as advance:
             cells.prepare(pending, job, announce=print if progress else lambda line: None)
             for batch in (first, rest):
                 cells.run(batch, job, finish)
@@ -211,12 +212,10 @@ def _run_held(expansion: Expansion, todo: list[Entry], store: RunStore, resume: 
             if progress:
                 print("predictions (accuracy follows):")
                 print_summary(expansion, list(done.values()) + written, path)
-            bar = progress and sys.stdout.isatty()         # a log or a pipe gets a line now and then instead
             anchors = {r.cell_id: baseline_id(expansion, entries[r.cell_id]) for r in to_train}
-            with progress_bar(len(to_train), 0, path, enabled=bar) as advance:
+            with show(len(to_train), 0, "accuracy", enabled=progress) as advance:
                 add_accuracies(to_train, targets, lambda r: anchors[r.cell_id],
-                               lambda r: with_delta(entries[r.cell_id], r),
-                               advance if bar or not progress else Lines(len(to_train), "accuracy"))
+                               lambda r: with_delta(entries[r.cell_id], r), advance)
     except DiskFullError:
         raise UserError(f"disk full after {len(done) + len(written)} of {len(todo)} cells; records so far are "
                         f"intact in {path}; free space and rerun with --resume") from None
@@ -241,33 +240,6 @@ def default_jobs(target_names: Iterable[str], options: Mapping[str, Any], plugin
     """Cells at once when `--jobs` is not given: what every target allows (`parallel_cells`; 1 when a
     target does not say, since a measuring target must not share the host with another cell)."""
     return min(getattr(resolve_target(name, plugins, **options), "parallel_cells", 1) for name in target_names)
-
-
-class progress_bar:
-    """A rich progress bar with ETA (or nothing when disabled); yields `advance(record)`."""
-
-    def __init__(self, total: int, completed: int, path: Path, enabled: bool) -> None:
-        self.total, self.completed, self.path, self.enabled = total, completed, path, enabled
-
-    def __enter__(self) -> Callable[[Record], None]:
-        if not self.enabled:
-            return lambda record: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=False)
-        self.bar.start()
-        task = self.bar.add_task(self.path.stem, total=self.total, completed=self.completed)
-
-        def advance(record: Record) -> None:
-            self.bar.update(task, advance=1, description=f"{record.cell.workload} {record.cell.label} "
-                                                         f"-> {record.status}")
-        return advance
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self.bar.stop()
 
 
 def print_summary(expansion: Expansion, records: Iterable[Record], path: Path) -> None:

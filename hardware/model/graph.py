@@ -207,18 +207,18 @@ def compiled_graph(job: GraphCompile) -> OpGraph:
     return OpGraph.from_dict(data)
 
 
-def compile_missing_graphs(jobs: Iterable[GraphCompile]) -> None:
+def compile_missing_graphs(jobs: Iterable[GraphCompile], report: Callable[[int, int], None] | None = None) -> None:
     """Compile the jobs not yet cached in COMPILE_CHILDREN extraction children at a time, a chunk of
     jobs per child one after another (MindSpore imported once per child, ~3 s, not once per graph), and
     cache them. Chunks are taken from one queue as children finish, largest first, so a matrix's plan of
     many graphs keeps both children busy to its end, and a chunk's graphs are cached as soon as its child
     answers. A chunk's locks are taken in key order, so runs and cells compiling overlapping sets wait
     for each other and never deadlock. A job that failed is left uncached: `compiled_graph` compiles it
-    alone and reports its error."""
+    alone and reports its error. `report(done, total)` is called as each chunk ends (a run's progress lines)."""
     missing = missing_graphs(jobs)
     if len(missing) < 2:
         return
-    queue = ChunkQueue(missing, COMPILE_CHILDREN)
+    queue = ChunkQueue(missing, COMPILE_CHILDREN, report)
     compile_concurrently([queue.drain] * min(COMPILE_CHILDREN, len(missing)))
 
 
@@ -235,8 +235,9 @@ class ChunkQueue:
     ceil(left / 2·children), but never fewer than MIN_CHUNK jobs (nor more than a child's even share),
     so that few children are started and the last ones are short."""
 
-    def __init__(self, jobs: list[GraphCompile], children: int) -> None:
+    def __init__(self, jobs: list[GraphCompile], children: int, report: Callable[[int, int], None] | None = None) -> None:
         self.jobs, self.children, self.lock = list(jobs), children, threading.Lock()
+        self.total, self.done, self.report = len(self.jobs), 0, report
 
     def take(self) -> list[GraphCompile]:
         with self.lock:
@@ -248,6 +249,10 @@ class ChunkQueue:
     def drain(self) -> None:
         while chunk := self.take():
             compile_chunk(chunk)
+            with self.lock:
+                self.done += len(chunk)
+                if self.report:
+                    self.report(self.done, self.total)
 
 
 def compile_chunk(chunk: list[GraphCompile]) -> None:

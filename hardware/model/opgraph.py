@@ -30,6 +30,18 @@ class TensorSpec:
     def nbytes(self) -> int:
         return self.elements * DTYPE_BYTES.get(self.dtype, 4)
 
+    # The dataclass's own hash (of the field tuple), computed once: ops and their tensors key the costed-kernel
+    # memo (hardware.model.compute.kernels), looked up for every kernel of every prediction.
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.dtype, self.shape))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getstate__(self) -> dict[str, Any]:  # a string's hash differs between processes: never pickle it
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
 
 @dataclass(frozen=True)
 class Op:
@@ -44,6 +56,17 @@ class Op:
     unit: str                          # "cube" (matrix engine) or "vector"
     phase: str                         # "forward" | "backward" | "optimizer" | "recompute"
     fusion_group: int | None = None    # set when graph_kernel/O1 fuses elementwise chains
+
+    @cached_property
+    def _hash(self) -> int:                # as TensorSpec's: the field tuple's hash, once
+        return hash((self.type, self.scope, self.inputs, self.outputs, self.flops, self.bytes, self.unit,
+                     self.phase, self.fusion_group))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getstate__(self) -> dict[str, Any]:  # a string's hash differs between processes: never pickle it
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
 
 @dataclass(frozen=True)

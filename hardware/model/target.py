@@ -98,7 +98,7 @@ class ModelTarget:
         missing = missing_graphs(jobs)
         if missing:
             announce(f"compiling the {len(missing)} graphs that {planned} cells read, first")
-            compile_missing_graphs(missing)
+            compile_missing_graphs(missing, lambda done, total: announce(f"compiled {done} of {total} graphs"))
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability

@@ -156,7 +156,8 @@ def test_predictions_are_recorded_before_any_accuracy_training(tmp_path, support
     assert [kind for kind, _ in log] == ["predict"] * 3 + ["train"] * 3 and log[3] == ("train", 1)
     out = capsys.readouterr()
     assert out.out.index("predictions (accuracy follows)") < out.out.rindex("cells recorded in")
-    assert "accuracy: 3 cell(s) to train" in out.err            # not a terminal: progress as lines
+    assert "predictions: 3 cell(s) to go" in out.err and "accuracy: 3 cell(s) to go" in out.err  # lines, not a bar
+    assert "accuracy: 3/3 (" in out.err                         # the phase's last cell always gets its line
     lines = RunStore(result.path).load()
     assert len(lines) == 6 and all("pending" in r.metrics.extra["accuracy_run"] for r in lines[:3])
     final = {r.cell.settings.seed: r for r in lines[3:]}
