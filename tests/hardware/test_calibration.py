@@ -203,3 +203,15 @@ def test_calibration_and_profiles_never_read_the_validation_set():
         for path in (ROOT / folder).rglob("*"):
             if path.is_file() and path.suffix in (".py", ".toml", ".csv"):
                 assert not pattern.search(path.read_text()), path
+
+
+def test_the_an2022_step_totals_are_the_kernels_summed_per_run():
+    """The component-level fact docs/validation.md states about the 910A's small-batch ResNet-50 rows."""
+    from hardware.calibration.an2022_totals import totals
+    from hardware.calibration.table import load_rows
+
+    runs = totals(load_rows())
+    resnet = runs[("resnet50", 32)]
+    assert resnet["kernels"] == 742 and resnet["ms"] == pytest.approx(28.85, abs=0.01)
+    assert sum(v for k, v in resnet.items() if k not in ("kernels", "ms")) == pytest.approx(resnet["ms"])
+    assert len(runs) == 20
