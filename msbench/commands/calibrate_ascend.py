@@ -4,9 +4,9 @@ from its profiler output.
 Each `--profiler DIR` is one profiled run of the cell named by WORKLOAD, --preset, --set and --override (over
 the workload's published recipe, as `msbench predict` starts), or by the user's own mindcv or mindyolo config
 (`--config`, as `msbench predict --config` reads it); `DIR::KNOB=V,KNOB=V` gives one run knobs of its
-own (another batch size, say). An LLM is refused: its prediction composes compiled blocks, and a profile is
-joined only to a whole compiled training step. Every run is joined to the lowered graph of its cell (the kernel-count match
-per type is printed), its kernels become per-op table rows, and hardware/calibration/user_profile.py fits the
+own (another batch size, say). An LLM's card is joined to its blocks and ends composed as the prediction composes
+them (hardware/model/llm/step_ops.py; a layout without pipeline stages). Every run is joined to the lowered graph
+of its cell (the kernel-count match per type is printed), its kernels become per-op table rows, and hardware/calibration/user_profile.py fits the
 tables with the shipped profiles' derive code, printing the per-op error on held-out and left-out runs.
 """
 
@@ -20,13 +20,17 @@ from hardware.calibration.profiler_join import count_lines, join
 from hardware.calibration.profiler_kernels import read_profiler
 from hardware.calibration.user_profile import ProfiledRun, derive_profile
 from hardware.model.profile import PROFILE_DIR, HardwareProfile, load_profile
-from workloads.transformer.config import is_llm_preset
 from msbench.cell import Cell
 from msbench.commands.cell_args import cell_from_args
 from msbench.commands.config_cell import config_cell
 from msbench.errors import UserError
-from workloads.registry import get_workload
+from hardware.model.graph import extract_graph
+from hardware.model.llm.extraction import llm_graphs
+from hardware.model.llm.predict import cell_parts
+from hardware.model.llm.step_ops import rank_step_ops
 from hardware.model.lowering import lower
+from hardware.model.opgraph import Op
+from hardware.model.plan import resolve
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MARK = "msbench calibrate ascend"          # in the header of every profile this command writes
@@ -80,18 +84,30 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 def profiled_run(spec: str, args: argparse.Namespace, chip: HardwareProfile) -> ProfiledRun:
     """One `--profiler DIR[::KNOB=V,...]`: its kernels, its cell and the join to the cell's lowered graph."""
-    from hardware.model.graph import extract_graph          # MindSpore's graph extraction: only when a run is read
-
     folder, _, knobs = spec.partition("::")
     cell = profiled_cell(args, [k for k in knobs.split(",") if k])
     source = read_profiler(Path(folder))
     steps = len(source.steps) or args.steps
-    graph = extract_graph(cell.workload, cell.preset, cell.overrides, cell.settings)
-    lowered = lower(graph, cell.settings, chip).ops
+    lowered = step_ops(cell, chip)
     knob_text = ", ".join(f"{k}={v}" for k, v in sorted(cell.settings.non_default().items()))
     what = f"{cell.workload} ({cell.preset}{', ' + str(cell.overrides) if cell.overrides else ''}) {knob_text}"
     return ProfiledRun(cell.workload, cell.settings.batch_size, what, source, steps,
                        join(source.kernels, steps, lowered))
+
+
+def step_ops(cell: Cell, chip: HardwareProfile) -> list[Op]:
+    """The lowered ops of the cell's step on one card: its compiled training step, or an LLM's blocks and ends
+    composed for a card of a layout without pipeline stages (hardware/model/llm/step_ops.py)."""
+    plan = resolve(cell, chip)
+    if not plan.llm:
+        return list(lower(extract_graph(cell.workload, cell.preset, cell.overrides, cell.settings), cell.settings,
+                          chip).ops)
+    if cell.settings.pipeline_stages != 1:
+        raise UserError(f"calibrate ascend: {cell.workload} with pipeline_stages={cell.settings.pipeline_stages}; "
+                        "allowed: pipeline_stages=1 for an LLM (a pipelined card holds part of the embedding and "
+                        "head, which the composition does not split kernel by kernel; profile a layout of "
+                        "tensor and data parallelism)")
+    return rank_step_ops(llm_graphs(cell_parts(plan)), plan.spec.layers, cell.settings, chip)
 
 
 def profiled_cell(args: argparse.Namespace, run_knobs: list[str]) -> Cell:
@@ -104,10 +120,6 @@ def profiled_cell(args: argparse.Namespace, run_knobs: list[str]) -> Cell:
         cell = cell_from_args(argparse.Namespace(
             workload=args.workloads[0], preset=args.preset[-1] if args.preset else "full", set=sets,
             override=args.override, allow_plugin=[], start="recipe"), target)
-    if is_llm_preset(get_workload(cell.workload).preset(cell.preset, cell.overrides)):
-        raise UserError(f"calibrate ascend: {cell.workload} is an LLM, predicted by composing compiled blocks; "
-                        "allowed: a network whose whole training step is compiled (ResNet-50, YOLO, BERT, a mindcv or "
-                        "mindyolo config): joining profiler kernels to composed blocks is not built")
     return cell
 
 

@@ -108,13 +108,10 @@ def test_join_counts_per_type_and_takes_an_nd_convs_gemm_from_the_graph():
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["calibrate", "ascend", "llama2-7b", "--profiler", "x", "--name", "mine"], "llama2-7b is an LLM"),
-    (["calibrate", "ascend", "--config", "CONFIGS/mindformers_llama2_7b_pretrain.yaml", "--profiler", "x", "--name",
-      "mine"], "is an LLM, predicted by composing compiled blocks"),
     (["calibrate", "ascend", "resnet50", "--config", "CONFIGS/mindcv_resnet50.yaml", "--profiler", "x", "--name",
       "mine"], "workload 'resnet50' with --config"),
 ])
-def test_calibrate_ascend_refuses_an_llm_and_a_workload_beside_a_config(argv, message, capsys):
+def test_calibrate_ascend_refuses_a_workload_beside_a_config(argv, message, capsys):
     from msbench.cli import main
 
     assert main([a.replace("CONFIGS", str(CONFIGS)) for a in argv]) == 2
@@ -192,3 +189,56 @@ def test_calibrate_ascend_joins_resnet50_runs_to_the_lowered_graph_and_leaves_ea
     monkeypatch.setenv(PROFILES_ENV, str(tmp_path / "profiles"))
     assert main(["predict", "resnet50", "--hardware", "an2022-resnet50", "--set", "batch_size=32"]) == 0
     assert "on an2022-resnet50:" in capsys.readouterr().out
+
+
+def model_kernel_rows(ops, chip, step: str = "1") -> list[Kernel]:
+    """The composed step's kernels as a profiler would list them (ND tensors, each kernel the model's time)."""
+    from hardware.model.compute import group_ops, kernels
+    from hardware.model.lowering import kernel_type
+
+    dtypes = {"Float16": "fp16", "BFloat16": "bf16", "Float32": "fp32", "Int32": "int32", "Int64": "int64",
+              "Bool": "bool", "UInt8": "uint8"}
+
+    def text(specs) -> str:
+        return ";".join(f"{dtypes.get(s.dtype, 'fp32')}:ND:{'x'.join(map(str, s.shape)) or '1'}" for s in specs)
+
+    rows = []
+    for i, (group, k) in enumerate(zip(group_ops(ops), kernels(ops, chip))):
+        rows.append(Kernel(name=f"k{i}", op_type=kernel_type(group), core="AI_CORE", block_dim=32,
+                           inputs=text(group[0].inputs), outputs=text(group[-1].outputs),
+                           duration_us=k.time_s * 1e6, step=step))
+    return rows
+
+
+@pytest.mark.slow
+def test_an_llm_card_is_joined_to_its_blocks_and_ends_composed_kernel_by_kernel(tmp_path, capsys, monkeypatch):
+    """Issue 45's LLM join, round trip: a tiny Llama's card (data parallel, 2 micro-batches of accumulation, flash
+    attention) as its composed step predicts it, written as a profiler's kernel_details.csv, joins back with every
+    kernel type's count matching, and fits a profile that predicts; a pipelined card is refused in one line."""
+    from hardware.model.profile import load_profile
+    from msbench.cell import Cell
+    from msbench.cli import main
+    from msbench.commands.calibrate_ascend import step_ops
+    from msbench.settings import make_settings, parse_assignments
+
+    monkeypatch.setenv("MSBENCH_CACHE", str(tmp_path / "cache"))
+    knobs = ["mode=graph", "jit_level=O1", "amp_level=O2", "flash_attention=true", "grad_accum=2", "batch_size=4"]
+    chip = load_profile("ascend910b")
+    cell = Cell(workload="llama2-7b", preset="tiny", settings=make_settings(parse_assignments(knobs)),
+                target="model:ascend910b")
+    ops = step_ops(cell, chip)
+    assert sum(op.type == "FlashAttentionScore" for op in ops) == 2 * 2          # 2 layers x 2 micro-batches
+    from hardware.calibration.profiler_kernels import write_kernel_details
+
+    write_kernel_details(tmp_path / "run" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", model_kernel_rows(ops, chip))
+    sets = [a for k in knobs for a in ("--set", k)]
+    assert main(["calibrate", "ascend", "llama2-7b", "--preset", "tiny", *sets, "--profiler", str(tmp_path / "run"),
+                 "--name", "tiny-llama", "--out", str(tmp_path / "profiles")]) == 0
+    out = capsys.readouterr().out
+    assert "100% are of a type whose count the lowering matches" in out and "  differs" not in out
+    assert (tmp_path / "profiles" / "tiny-llama.toml").exists()
+    assert main(["calibrate", "ascend", "llama2-7b", "--preset", "tiny", *sets, "--set", "pipeline_stages=2",
+                 "--set", "devices=2", "--set", "parallel_mode=semi_auto", "--set", "micro_batches=2",
+                 "--profiler", str(tmp_path / "run"), "--name", "tiny-llama2", "--out", str(tmp_path / "profiles")]) == 2
+    err = capsys.readouterr().err
+    assert "allowed: pipeline_stages=1 for an LLM" in err and err.count("\n") == 1

@@ -25,7 +25,7 @@ from hardware.model.llm.memory import StageParams
 from hardware.model.graph import CACHE_KIND, GraphCompile, compile_missing_graphs, compiled_graph
 from hardware.model.llm.parts import part_compile
 from hardware.model.lowering import lower
-from hardware.model.opgraph import OpGraph
+from hardware.model.opgraph import Op, OpGraph
 from hardware.model.predict import phase_seconds
 from hardware.model.profile import HardwareProfile
 from hardware.model.scaling import (REFERENCE_BATCHES, affine, compile_batches, recount, scale_batch, scale_casts,
@@ -184,13 +184,19 @@ def composed_graphs(parts: CellParts) -> LlmGraphs:
                      params_per_token=(large.param_count - small.param_count) // (v2 - v1))
 
 
-def part_kernels(graph: OpGraph, settings: Settings, profile: HardwareProfile, fused_attention: bool = False
-                 ) -> list[Kernel]:
-    """The kernels of `graph` lowered for the profile's chip; with `fused_attention` its attention core first
+def part_ops(graph: OpGraph, settings: Settings, profile: HardwareProfile, fused_attention: bool = False
+             ) -> tuple[Op, ...]:
+    """The ops of `graph` lowered for the profile's chip; with `fused_attention` its attention core first
     becomes FlashAttentionScore + FlashAttentionScoreGrad (hardware/model/llm/flash.py)."""
     if fused_attention:
         graph = dataclasses.replace(graph, ops=fused_attention_ops(graph.ops, settings.recompute))
-    return kernels(lower(graph, settings, profile).ops, profile)
+    return lower(graph, settings, profile).ops
+
+
+def part_kernels(graph: OpGraph, settings: Settings, profile: HardwareProfile, fused_attention: bool = False
+                 ) -> list[Kernel]:
+    """The kernels of `part_ops`."""
+    return kernels(part_ops(graph, settings, profile, fused_attention), profile)
 
 
 def pass_cost(ks: list[Kernel]) -> PassCost:
