@@ -92,7 +92,8 @@ def test_parts_compiled_in_one_child_equal_parts_compiled_alone_and_a_failed_one
     (3 heads do not divide the width) is not cached, so `compiled_graph` compiles it alone and reports it."""
     from hardware.model.graph import ExtractionError, compile_missing_graphs, compiled_graph
     from hardware.model.llm.extraction import extraction_settings
-    from hardware.model.llm.parts import CACHE_KIND, part_compile
+    from hardware.model.graph import CACHE_KIND
+    from hardware.model.llm.parts import part_compile
     from msbench.cache import cache_has
 
     settings = extraction_settings(Settings(mode="graph", amp_level="O2", optimizer="adamw"), 2)

@@ -105,7 +105,8 @@ def profile_table(workload: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize(("workload", "knobs"), [
     ("resnet50", {"batch_size": 32, "amp_level": "O2", "loss_scale": "static"}),
-    ("bert-base", {"batch_size": 64, "amp_level": "O2", "loss_scale": "dynamic", "optimizer": "adamw"}),
+    pytest.param("bert-base", {"batch_size": 64, "amp_level": "O2", "loss_scale": "dynamic", "optimizer": "adamw"},
+                 marks=pytest.mark.long),     # the long tier: the resnet50 case checks the same lowering rules' join
 ])
 def test_lowered_step_matches_the_profiled_kernel_counts(workload, knobs):
     """The real full-size step at the profile's batch and recipe (fp16, loss scale, the network's overrides:

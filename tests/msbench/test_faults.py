@@ -437,7 +437,8 @@ def test_a_timed_out_cell_leaves_no_scratch(tmp_path, marked_env, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+# SIGTERM's unwinding is covered by the interrupted-run tests above; the long tier adds it here
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGTERM, marks=pytest.mark.long), signal.SIGKILL])
 def test_killing_run_stops_graph_extraction_and_removes_its_scratch(tmp_path, marked_env, sig):
     """The reported case: a killed `msbench run` on the device model let the extraction child finish."""
     path = tmp_path / "model.toml"

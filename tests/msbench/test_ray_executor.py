@@ -82,6 +82,7 @@ def test_an_exception_in_a_task_is_that_cells_failed_record_not_the_drivers_end(
     assert failed.provenance["node"] in {label_of(n) for n in cluster.alive()}    # recorded where it ran
 
 
+@pytest.mark.long       # a further case of Ray running cells (the device-model smoke above stays in make test)
 def test_smoke_on_mindspore_cpu_measures_alone_on_the_largest_node(cluster, tmp_path):
     protocol = {f"MSBENCH_MEASURE_{k}": v for k, v in {"TIME_BUDGET_S": "1", "MIN_STEPS": "3", "WARMUP_STEPS": "1",
                                                         "MAX_STEPS": "6", "MEMORY_PROFILE_STEPS": "0",

@@ -120,6 +120,7 @@ def test_forward_gflops_agree(ours, scratch):
 
 
 @pytest.mark.slow
+@pytest.mark.long       # a further YOLO training (yolov8n's tiny training stays in make test)
 def test_tiny_learns_and_evaluates_through_msbenchs_decoder(graph_mode):
     """mindyolo's training outputs feed msbench's YOLOv8 loss, and its inference outputs (decoded boxes,
     raw maps) msbench's decoder and mAP: a few steps must lower the loss and evaluation must run."""
