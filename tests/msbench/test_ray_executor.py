@@ -184,6 +184,7 @@ def test_a_killed_node_is_retried_then_an_interrupted_driver_resumes_every_cell_
     assert all(r.status == "ok" for r in records)
 
 
+@pytest.mark.long       # a further case: Ray started and stopped locally (the loopback cluster tests stay)
 def test_asv_path_without_an_address_starts_and_stops_a_local_ray(tmp_path):
     """What `msbench nightly --executor ray` hands asv's setup_cache: $MSBENCH_EXECUTOR and no address,
     so benchmarks.evaluate_matrix runs the matrix on a Ray instance of its own, stopped after."""

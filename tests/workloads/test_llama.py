@@ -95,6 +95,7 @@ def test_rotary_positions_make_attention_depend_on_order(scratch):
 
 
 @pytest.mark.slow
+@pytest.mark.long       # LLM cells are predicted from compiled blocks, never trained; the block tests stay
 def test_tiny_llama_with_grouped_query_attention_trains_and_beats_chance(graph_mode):
     from workloads.train_step import train
 
