@@ -185,7 +185,7 @@ def loopback_cluster(workers: Sequence[Sequence[str]], head_cpus: int = 2, node_
         yield c
     finally:
         for node in reversed(c.nodes):
-            node.kill(signal.SIGTERM)
+            node.kill(signal.SIGTERM, grace=3.0)    # a head still up after 3 s waits ~15 s more, then is killed anyway
         subprocess.run(["rm", "-rf", str(temp_dir)], check=False)
 
 
