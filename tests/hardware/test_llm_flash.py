@@ -62,7 +62,8 @@ def test_flash_table_reproduces_the_public_timings_and_reports_held_out_error():
 def test_a_fused_kernel_costs_its_flops_at_the_flash_table():
     chip = load_profile("ascend910b")
     fwd, grad = fa_op(), fa_op(flash.BACKWARD_KERNEL)
-    assert fwd.flops == 4 * 4 * 4096 * 4096 * 128 and grad.flops == 2.5 * fwd.flops
+    unmasked = 4 * 4 * 4096 * 4096 * 128
+    assert fwd.flops == round(33 / 64 * unmasked) and grad.flops == 2.5 * fwd.flops    # causal: 528 of 32² blocks
     for op, table, kind in ((fwd, chip.kernel_classes.flash_attention, "flash_attention"),
                             (grad, chip.kernel_classes.flash_attention_grad, "flash_attention_grad")):
         (k,) = kernels([op], chip)
@@ -70,8 +71,18 @@ def test_a_fused_kernel_costs_its_flops_at_the_flash_table():
         expected = op.flops / (matrix_tflops("fp16", chip) * 1e12 * table.at(flops_work(op.flops, chip)))
         assert k.compute_s == pytest.approx(expected) and k.time_s == pytest.approx(floor_seconds(chip) + expected)
         assert not k.memory_bound               # Q, K, V, O and statistics only: no seq x seq tensor moves
-    # one head at seq 8192 is the same work as four heads at 4096: the measured 353 us
-    assert kernels([fwd], chip)[0].time_s == pytest.approx(353.1e-6, rel=0.02)
+    # one head at seq 8192, unmasked, is the same work as four heads at 4096 unmasked: the measured 353 us
+    assert kernels([dataclasses.replace(fwd, flops=unmasked)], chip)[0].time_s == pytest.approx(353.1e-6, rel=0.02)
+
+
+def test_the_causal_kernel_computes_the_blocks_on_and_below_the_diagonal():
+    """n(n+1)/2 of n² blocks; a score of one block or less is computed whole (the tiny presets' seq 32)."""
+    assert flash.causal_fraction(32) == flash.causal_fraction(flash.CAUSAL_BLOCK) == 1.0
+    assert flash.causal_fraction(2 * flash.CAUSAL_BLOCK) == 0.75
+    assert flash.causal_fraction(4096) == 33 / 64
+    assert flash.causal_fraction(4096 + 1) == 34 / 66                          # a partial block is computed
+    assert flash.causal_fraction(4096, block=64) == 65 / 128 and flash.causal_fraction(4096, block=512) == 9 / 16
+    assert [round(flash.causal_fraction(s), 3) for s in (1024, 8192, 32768)] == [0.562, 0.508, 0.502]
 
 
 def test_profiles_without_flash_tables_refuse_flash_attention():

@@ -145,3 +145,33 @@ def test_the_count_formula_holds_for_qwen_and_glm_biases_and_tied_rotary_heads(o
     assert param_count(network) == llm_parameter_count(p)
     logits = network(ms.Tensor(np.ones((2, p.seq_len), np.int32)))
     assert logits.shape == (2, p.seq_len, p.vocab_size)
+
+
+@pytest.mark.slow
+def test_the_fused_kernel_is_called_in_its_causal_case(scratch, monkeypatch):
+    """flash_attention=true on Ascend: ops.flash_attention_score gets the lower-triangle mask with
+    next_tokens=0 (pre_tokens left at its default, every earlier token), the kernel's causal case at
+    sparse_mode 0 that MindFormers' decoders use, whose skipped blocks the device model costs. The CPU has no
+    FlashAttentionScore, so the call is recorded, not run."""
+    import mindspore as ms
+
+    from workloads.transformer import llm
+    from workloads.transformer.layers import causal_bias
+
+    calls = []
+
+    def recorded(query, key, value, head_num, **options):
+        calls.append((head_num, query.shape, key.shape, options))
+        return query
+
+    monkeypatch.setattr(llm.ops, "flash_attention_score", recorded)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    seq, heads, kv_heads, head_dim = 8, 4, 2, 16
+    attention = llm.GroupedQueryAttention(64, heads, kv_heads, head_dim, rotary=False, biased=False, flash=True,
+                                          dropout=0.0, std=0.02, out_std=0.02)
+    attention(ms.Tensor(np.ones((1, seq, 64), np.float32)), causal_bias(seq), None, None)   # fp32: cast to fp16 inside
+    ((head_num, q_shape, k_shape, options),) = calls
+    assert (head_num, q_shape, k_shape) == (heads, (1, heads, seq, head_dim), (1, kv_heads, seq, head_dim))
+    assert options["next_tokens"] == 0 and options.get("sparse_mode", 0) == 0 and "pre_tokens" not in options
+    mask = options["attn_mask"].asnumpy()
+    assert mask.dtype == np.uint8 and (mask == np.triu(np.ones((seq, seq), np.uint8), 1)).all()   # 1 = hidden

@@ -100,13 +100,16 @@ class GroupedQueryAttention(nn.Cell):
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if self.flash:
             # FlashAttentionScore takes the kv heads as they are (GQA), a uint8 mask (1 = hidden) and
-            # fp16/bf16 only: AMP O1 hands it fp32 projections, cast here (the settings refuse O0)
+            # fp16/bf16 only: AMP O1 hands it fp32 projections, cast here (the settings refuse O0). The
+            # lower-triangle mask with next_tokens=0 (pre_tokens at its default, every earlier token) is the
+            # kernel's causal case at sparse_mode 0, as MindFormers' decoders call it: the blocks above the
+            # diagonal are skipped, not computed and masked.
             mask = ops.cast(bias < 0, ms.uint8)[0, 0]
             dtype = q.dtype
             if dtype == ms.float32:
                 q, k, v = ops.cast(q, ms.float16), ops.cast(k, ms.float16), ops.cast(v, ms.float16)
             context = ops.flash_attention_score(q, k, v, self.heads, attn_mask=mask, scalar_value=self.scale,
-                                                input_layout="BNSD")
+                                                next_tokens=0, input_layout="BNSD")
             context = ops.cast(context, dtype)
         else:
             context = self.core(q, self.widen(k), self.widen(v), bias)
