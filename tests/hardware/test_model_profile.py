@@ -39,6 +39,17 @@ def test_units_and_topology_as_documented():
     assert a.cube.tflops_fp32 == 0 and b.cube.tflops_fp32 > 0
 
 
+def test_the_a2_host_is_the_910a_hosts_core_at_the_7265s_clock():
+    """The two training servers' hosts differ only as their CPUs' published figures do: one more socket's
+    worth of cores per device (4 x 64 against 4 x 48, over 8 NPUs) and the same Kunpeng 920 core at
+    3.0 GHz against 2.6 GHz; the A2's speed is derived from the 910A's estimate, and its range too."""
+    a, b = load_profile("ascend910a"), load_profile("ascend910b")
+    assert (a.host.cores_per_device, b.host.cores_per_device) == (4 * 48 // 8, 4 * 64 // 8)
+    assert b.host.core_speed == pytest.approx(a.host.core_speed * 3.0 / 2.6, abs=5e-4)
+    old, new = (next(e for e in p.estimates if e.key == "host.core_speed") for p in (a, b))
+    assert (new.low, new.high) == pytest.approx((old.low, round(old.high * 3.0 / 2.6, 2)))
+
+
 def test_hash_is_content_based(tmp_path):
     same = HardwareProfile.from_toml(write_variant(tmp_path, lambda t: t + "\n# a comment only\n"))
     assert same.digest == load_profile("ascend910b").digest
