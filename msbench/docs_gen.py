@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 from hardware.knob_table import knob_table
 from hardware.model.profile import list_profiles
 from msbench.commands.summary import list_workloads
+from msbench.conventions import conventions_markdown
 from msbench.resources import suite_path
 from hardware.mindspore.accuracy import BUDGET_FILE
 from msbench.settings import Settings
@@ -189,6 +190,11 @@ PAGES: tuple[Page, ...] = (
          "evaluation included) and the half-width of the 95% seed-paired interval of each delta the claims read. "
          "An accuracy delta is a CPU-numerics proxy of this preset, not the full network's accuracy on Ascend.",
          accuracy_markdown),
+    Page("conventions.md", "Mapping conventions", "python -m msbench.docs_gen conventions",
+         "How a published run's or a training config's own terms become knobs: one table in "
+         "`msbench/conventions.py`, read by the published validation cases (`hardware/validation/published.toml`) "
+         "and by config import (`msbench predict --config`), so a run is never mapped two ways.",
+         conventions_markdown),
     Page("workloads.md", "Workload table", "msbench list workloads --md",
          "Parameters and forward GFLOPs per sample (2 x MAC) of the `full` preset, counted on the built "
          "MindSpore network (the LLM rows by the formulas in `workloads/transformer/config.py`).",

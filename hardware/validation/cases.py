@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from msbench.conventions import data_format_of, graph_jit_level
 from msbench.errors import ConfigError
 from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
@@ -34,7 +35,8 @@ PUBLISHED = suite_path("hardware/validation/published.toml")
 UNITS = {"ms/step": "step", "img/s": "throughput", "sentences/s": "throughput", "samples/s": "throughput",
          "tokens/s": "tokens", "tokens/s/p": "tokens_per_device"}
 CASE_KEYS = {"id", "expressible", "source", "repo", "path", "commit", "chip", "mindspore", "figure", "unit",
-             "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits", "split"}
+             "published", "note", "why", "profile", "workload", "preset", "overrides", "knobs", "assumed", "fits", "split",
+             "reader"}
 REQUIRED = ("id", "expressible", "source", "chip", "mindspore", "figure", "unit", "published", "note", "split")
 EXPRESSIBLE_REQUIRED = ("profile", "workload", "knobs")
 PAIR_KEYS = {"a", "b", "differs", "note"}
@@ -70,8 +72,9 @@ class PublishedCase:
     workload: str = ""
     preset: str = "full"
     overrides: Mapping[str, Any] = field(default_factory=dict)
-    knobs: Mapping[str, Any] = field(default_factory=dict)
+    knobs: Mapping[str, Any] = field(default_factory=dict)   # as stated, plus those the conventions derive
     assumed: tuple[str, ...] = ()        # settings not stated by the source, or approximated by msbench
+    reader: str = ""                     # the source's dataset class: its data_format follows (msbench.conventions)
     fits: bool | None = True             # the source ran it, so it fits in device memory
 
     @property
@@ -182,11 +185,31 @@ def parse_case(raw: Mapping[str, Any], path: Path) -> PublishedCase:
             raise ConfigError("profile", raw["profile"], ", ".join(profile_names()), where)
     elif not raw.get("why"):
         raise ConfigError("why", None, "the reason msbench cannot express the recipe", where)
-    case = PublishedCase(**{**raw, "figure": float(raw["figure"]), "assumed": tuple(raw.get("assumed", ()))})
+    knobs = with_conventions(raw, where) if raw["expressible"] else raw.get("knobs", {})
+    case = PublishedCase(**{**raw, "figure": float(raw["figure"]), "assumed": tuple(raw.get("assumed", ())),
+                            "knobs": knobs})
     if case.expressible:
         case.settings                                   # every knob is a real one with an allowed value
         check_preset(case, where)
     return case
+
+
+def with_conventions(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The case's knobs with those its source's own terms fix (msbench.conventions: the dataset class's
+    data_format, the release's graph jit level). A case that states one of them as a knob is refused, so
+    each is written one way: as the source's term."""
+    stated = dict(raw["knobs"])
+    derived: dict[str, Any] = {}
+    if raw.get("reader"):
+        derived["data_format"] = data_format_of(raw["reader"], where)
+    if stated.get("mode") == "graph" and (level := graph_jit_level(raw["mindspore"])):
+        derived["jit_level"] = level
+    for knob, value in derived.items():
+        if knob in stated:
+            raise ConfigError("knobs", f"{knob}={stated[knob]}", f"nothing: {knob}={value} follows from the case's "
+                              f"{'reader' if knob == 'data_format' else 'mindspore release'} (msbench.conventions)",
+                              where)
+    return {**stated, **derived}
 
 
 def check_preset(case: PublishedCase, where: str) -> None:

@@ -16,6 +16,7 @@ import re
 from typing import Any, Mapping
 
 from hardware.capabilities import Facts
+from msbench.conventions import data_format_or_python
 from msbench.errors import ConfigError, UserError
 from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
 from msbench.importers.settle import settle
@@ -352,8 +353,7 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
         if f.has(f"train_dataset.{key}"):
             put(f"train_dataset.{key}", knob, f.get(f"train_dataset.{key}"))
     if f.has("train_dataset.data_loader.type"):
-        source = "mindrecord" if _key(f.get("train_dataset.data_loader.type")) == "minddataset" else "generator"
-        put("train_dataset.data_loader.type", "data_format", source)
+        put("train_dataset.data_loader.type", "data_format", data_format_or_python(f.get("train_dataset.data_loader.type")))
     return dict(knobs)
 
 
