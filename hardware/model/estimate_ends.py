@@ -9,6 +9,7 @@ device-side section of the profile.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from hardware.model.compute import Kernel, group_ops, kernels, make_kernel
@@ -27,21 +28,32 @@ CLASS_TABLES = frozenset(CUBE_CLASSES + VECTOR_CLASSES + FLASH_CLASSES)   # one 
 UNREAD_BY_LLM = "the LLM composition's ends are not predicted again (its three block graphs per end cost too much)"
 
 
-def ends_kernels(ops: Sequence[Op], profile: HardwareProfile, varied: HardwareProfile, key: str,
+@dataclass(frozen=True)
+class ShippedStep:
+    """The lowered step's kernels on the shipped profile, costed once per cell: every end starts from them."""
+
+    ops: Sequence[Op]
+    groups: list[list[Op]]
+    kernels: list[Kernel]
+
+    @classmethod
+    def of(cls, ops: Sequence[Op], profile: HardwareProfile) -> "ShippedStep":
+        return cls(ops, group_ops(ops), kernels(ops, profile))
+
+
+def ends_kernels(step: ShippedStep, profile: HardwareProfile, varied: HardwareProfile, key: str,
                  costed: dict[tuple, list[Kernel]]) -> list[Kernel]:
     """The step's kernels on `varied` (`profile` with estimate `key` at one end). A class's efficiency table
     (`kernel_classes.<class>`) prices only the kernels of that class, so only those are costed again; any
     other device-side end costs every kernel again, once per distinct device-side profile."""
-    shipped = kernels(ops, profile)
     section, _, name = key.partition(".")
     if section == "kernel_classes" and name in CLASS_TABLES:
-        groups = group_ops(ops)
-        return [make_kernel(g, varied) if k.kernel_class == name else k for g, k in zip(groups, shipped)]
+        return [make_kernel(g, varied) if k.kernel_class == name else k for g, k in zip(step.groups, step.kernels)]
     device_key = tuple(getattr(varied, s) for s in DEVICE_SECTIONS)
     if device_key == tuple(getattr(profile, s) for s in DEVICE_SECTIONS):
-        return shipped
+        return step.kernels
     if device_key not in costed:
-        costed[device_key] = kernels(ops, varied)
+        costed[device_key] = kernels(step.ops, varied)
     return costed[device_key]
 
 
@@ -59,11 +71,11 @@ def estimate_ends(result: Any, settings: Any, llm: bool) -> dict[str, Any]:
     if llm:
         return {"unread": UNREAD_BY_LLM}
     profile: HardwareProfile = result.profile
-    ops = lower(result.graph, settings, profile).ops
+    step = ShippedStep.of(lower(result.graph, settings, profile).ops, profile)
     costed: dict[tuple, list[Kernel]] = {}
 
     def again(varied: HardwareProfile, key: str) -> Prediction:
-        return predict(result.graph, settings, varied, result.host, ends_kernels(ops, profile, varied, key, costed))
+        return predict(result.graph, settings, varied, result.host, ends_kernels(step, profile, varied, key, costed))
 
     out: dict[str, Any] = {}
     for estimate in (e for e in profile.estimates if e.key in read):

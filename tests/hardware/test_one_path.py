@@ -98,7 +98,7 @@ def test_a_class_tables_range_end_recosts_only_that_class_as_a_full_recost_would
     """estimate_ends costs again only the kernels of the class whose table an end changes: the same kernels
     as costing the whole step on the varied profile."""
     from hardware.model.compute import kernels
-    from hardware.model.estimate_ends import ends_kernels
+    from hardware.model.estimate_ends import ShippedStep, ends_kernels
     from hardware.model.lowering import lower
     from hardware.model.outcome import model_prediction
     from hardware.model.plan import resolve
@@ -107,9 +107,10 @@ def test_a_class_tables_range_end_recosts_only_that_class_as_a_full_recost_would
     plan = resolve(CELLS["data-bound cnn"], PROFILE)
     result = model_prediction(plan)
     ops = lower(result.graph, plan.settings, plan.profile).ops
+    step = ShippedStep.of(ops, plan.profile)
     varied_keys = [e for e in plan.profile.estimates if e.key.startswith("kernel_classes.")]
     assert len(varied_keys) > 5
     for estimate in varied_keys:
         for value in (estimate.low, estimate.high):
             varied = with_estimate(plan.profile, estimate.key, value)
-            assert ends_kernels(ops, plan.profile, varied, estimate.key, {}) == kernels(ops, varied), estimate.key
+            assert ends_kernels(step, plan.profile, varied, estimate.key, {}) == kernels(ops, varied), estimate.key
