@@ -211,6 +211,58 @@ print(json.dumps({"params": {p.name: p.has_init for p in step.get_parameters() i
     assert seen["restored"]
 
 
+def test_only_mindspore_runtime_workers_are_idled(tmp_path):
+    """`idle_runtime_threads` moves the threads named as MindSpore's runtime pool names its workers to
+    SCHED_IDLE and leaves every other thread (here this one) as it was."""
+    import threading
+
+    from hardware.model.extract import idle_runtime_threads
+
+    release, ready = threading.Event(), threading.Event()
+    worker = threading.Thread(target=lambda: (ready.set(), release.wait(10)))
+    worker.start()
+    ready.wait(10)
+    try:
+        me = threading.get_native_id()
+        for tid, comm in ((worker.native_id, "ActorThread_0\n"), (me, "python\n")):
+            (tmp_path / str(tid)).mkdir()
+            (tmp_path / str(tid) / "comm").write_text(comm)
+        before = os.sched_getscheduler(me)
+        assert idle_runtime_threads(tmp_path) == [worker.native_id]
+        assert os.sched_getscheduler(worker.native_id) == os.SCHED_IDLE
+        assert os.sched_getscheduler(me) == before
+    finally:
+        release.set()
+        worker.join()
+
+
+@pytest.mark.slow
+def test_a_compile_leaves_runtime_workers_that_the_extraction_child_idles():
+    """MindSpore names its runtime pool's workers as `idle_runtime_threads` expects: after one compile (no
+    run) the child has an ActorThread, and the call puts it, and only the pool's threads, in SCHED_IDLE. If a
+    MindSpore release renames them, this fails rather than the spinning worker silently slowing compiles."""
+    code = """
+import json, os, numpy as np, mindspore as ms
+from mindspore import nn
+from hardware.model.extract import idle_runtime_threads
+ms.set_device("CPU"); ms.set_context(mode=ms.GRAPH_MODE)
+net = nn.Dense(16, 8)
+step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.Momentum(net.trainable_params(), 0.1, 0.9))
+step.compile(ms.Tensor(np.zeros((4, 16), np.float32)), ms.Tensor(np.zeros((4, 8), np.float32)))
+idled = idle_runtime_threads()
+tasks = {int(t): open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+print(json.dumps({"idled": sorted(tasks[t] for t in idled),
+                  "others_idle": [n for t, n in tasks.items() if t not in idled and os.sched_getscheduler(t) == os.SCHED_IDLE],
+                  "policies": sorted({os.sched_getscheduler(t) for t in idled})}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert any(name.startswith("ActorThread") for name in seen["idled"]), seen
+    assert seen["policies"] == [os.SCHED_IDLE] and seen["others_idle"] == [], seen
+
+
 def test_compile_children_are_bounded_across_cells(monkeypatch):
     """However many cells compile at once, at most COMPILE_CHILDREN extraction children run together."""
     import threading
