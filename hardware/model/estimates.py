@@ -42,6 +42,8 @@ def unused_keys(kernels: Iterable[Kernel], settings: Settings, profile: Hardware
     else:
         used_levels = {lv.name for lv, _ in level_groups(settings.devices, profile.comm.levels)}
         unused |= {f"comm.levels.{lv.name}." for lv in profile.comm.levels if lv.name not in used_levels}
+    if settings.sink or profile.host.shares_device:
+        unused.add("launch.nonsink_us")        # priced only on a non-sink step of a separate device
     if settings.sink or transfer_s <= 0:
         unused.add("host.link_gbps")           # no copy, or the device queue prefetches it under sink
     if data_s <= 0:

@@ -14,7 +14,8 @@
   its print interval (train/callback/_loss_monitor.py), which waits for the device. So the thread
   that takes the next batch from the iterator (numpy -> Tensor, the calibrated `consumer_s` per
   sample) is idle while the device runs and the device is idle while it works: the hand-over adds
-  to the step (hardware/calibration/nonsink.py states the sources and prints the derived terms).
+  to the step, and so does the rest of that loop's host work (`launch.nonsink_us`, from the one public
+  step trace of a non-sink run; hardware/calibration/nonsink.py states the sources and derives the terms).
   A host that is the device (the CPU target) already serialises its pipeline with the step.
 - Data pipeline. mindspore.dataset runs every operation (reader, each map, batch) in its own
   worker threads, `num_parallel_workers` of them, with queues between operations, so a pipeline is a
@@ -69,7 +70,8 @@ class HostTime:
     kernel_path_s: float       # device kernels including dispatch stalls
     device_s: float            # device kernels alone
     roundtrip_s: float         # per-step host round trip (amortised over a sink round); without sink it
-                               # includes the batch's hand-over (handover_seconds), serial with the device
+                               # includes the batch's hand-over (handover_seconds) and the rest of the loop
+                               # (nonsink_loop_seconds), serial with the device
     transfer_s: float          # host -> device copy of the batch (0 under sink: the queue prefetches)
     data_s: float              # data-pipeline time for one step's samples (host, or the device's vision units)
     data_overlapped: bool
@@ -165,6 +167,15 @@ def data_seconds(samples: int, settings: Settings, profile: HardwareProfile, hos
     return max(host_s, device_vision_seconds(settings, modes, samples, profile))
 
 
+def nonsink_loop_seconds(settings: Settings, profile: HardwareProfile) -> float:
+    """Without sink, the rest of the non-sink loop's host work per step beyond the hand-over, the copy and the
+    round trip (`launch.nonsink_us`: MindInsight's step trace shows it as the iteration gap, with the data queue
+    full), serial with a separate device; 0 under sink and on a host that is the device."""
+    if settings.sink or profile.host.shares_device:
+        return 0.0
+    return profile.launch.nonsink_us * 1e-6
+
+
 def handover_seconds(samples: int, settings: Settings, profile: HardwareProfile, host: HostCostLike) -> float:
     """Without sink, the Python iterator's hand-over of one step's batch (the calibrated consumer CPU per
     sample, scaled by the host's core speed), on the thread that then launches the step and waits for its
@@ -180,7 +191,7 @@ def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwarePr
     device = sum(k.time_s for k in kernels)
     path = kernel_path_seconds(kernels, settings, profile)
     roundtrip = (profile.launch.step_us * 1e-6 / steps_per_round(settings, epoch_steps)
-                 + handover_seconds(samples_per_step, settings, profile, host))
+                 + handover_seconds(samples_per_step, settings, profile, host) + nonsink_loop_seconds(settings, profile))
     transfer = 0.0 if settings.sink else host.bytes_per_sample * samples_per_step / (profile.host.link_gbps * 1e9)
     overlapped = settings.prefetch > 0 and not profile.host.shares_device
     return HostTime(kernel_path_s=path, device_s=device, roundtrip_s=roundtrip, transfer_s=transfer,

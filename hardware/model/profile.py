@@ -182,6 +182,8 @@ class Launch:
     step_us: float             # one host round trip per step (launch the graph, fetch the loss)
     asynchronous: bool         # host dispatch overlaps device execution (a separate accelerator)
     supports_sink: bool        # dataset sink mode available
+    nonsink_us: float = 0.0    # without sink, the rest of the loop's per-step host work, serial with the device
+                               # (derived by hardware/calibration/nonsink.py from a profiler step trace)
 
 
 @dataclass(frozen=True)

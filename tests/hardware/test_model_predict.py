@@ -166,7 +166,7 @@ def test_sink_amortises_the_round_trip():
     plain = step(g, Settings(mode="graph"))
     sunk = step(g, Settings(mode="graph", sink=True, sink_size=10))
     epoch = step(g, Settings(mode="graph", sink=True))
-    assert plain.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6)
+    assert plain.breakdown["roundtrip"] == pytest.approx((B.launch.step_us + B.launch.nonsink_us) * 1e-6)
     assert sunk.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 10)
     assert epoch.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 100)
 
@@ -179,12 +179,40 @@ def test_without_sink_the_batch_hand_over_is_serial_with_the_device():
     host = FakeHost(consumer_s=2e-5)
     handover = 2e-5 * 64 / B.host.core_speed
     plain, bare = step(g, GRAPH, host=host), step(g, GRAPH)
-    assert plain.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 + handover)
+    assert plain.breakdown["roundtrip"] == pytest.approx((B.launch.step_us + B.launch.nonsink_us) * 1e-6 + handover)
     assert plain.step_time_s == pytest.approx(bare.step_time_s + handover)
     sunk = step(g, Settings(mode="graph", sink=True), host=host)
     assert sunk.breakdown["roundtrip"] == pytest.approx(B.launch.step_us * 1e-6 / 100)
     on_cpu, cpu_bare = step(g, GRAPH, CPU, host), step(g, GRAPH, CPU)
     assert on_cpu.breakdown["roundtrip"] == pytest.approx(cpu_bare.breakdown["roundtrip"])
+
+
+def test_without_sink_the_rest_of_the_loop_is_serial_with_the_device_and_read_as_an_estimate():
+    """`launch.nonsink_us` adds to a non-sink step of a separate device only, and only such a step lists it
+    among the estimates it read (so the report re-predicts the sink tip at both ends of its range)."""
+    g = graph([matmul(256, 1024, 1024)], batch=64, steps_per_epoch=100)
+    plain, sunk = step(g, GRAPH), step(g, Settings(mode="graph", sink=True))
+    none = dataclasses.replace(B, launch=dataclasses.replace(B.launch, nonsink_us=0.0))
+    assert B.launch.nonsink_us > 1000
+    assert plain.step_time_s == pytest.approx(step(g, GRAPH, none).step_time_s + B.launch.nonsink_us * 1e-6)
+    assert sunk.step_time_s == pytest.approx(step(g, Settings(mode="graph", sink=True), none).step_time_s)
+    keys = lambda p: set(p.detail["estimates"])                                          # noqa: E731
+    assert "launch.nonsink_us" in keys(plain) and "launch.nonsink_us" not in keys(sunk)
+    assert "launch.nonsink_us" not in keys(step(g, GRAPH, CPU))
+
+
+def test_each_shipped_nonsink_constant_is_the_step_traces_derivation():
+    """Every accelerator profile's `launch.nonsink_us` is what `python -m hardware.calibration.nonsink` derives
+    from the step trace now (a changed core speed, copy or consumer figure asks for it again); the traced chip's
+    own value reproduces the trace's serial host time at its batch."""
+    from hardware.calibration import nonsink
+
+    for name in nonsink.accelerator_profiles():
+        assert load_profile(name).launch.nonsink_us == pytest.approx(nonsink.derived_nonsink_us(name), abs=0.05), name
+    trace = nonsink.STEP_TRACE
+    entry = json.loads(nonsink.HOST_COST.read_text())["entries"][trace["pipeline"]]
+    t = nonsink.terms(entry, trace["batch"], trace["profile"])
+    assert t["total"] * 1e3 == pytest.approx(trace["gap_nosink_ms"] - trace["gap_sink_ms"], abs=1e-3)
 
 
 def test_the_nonsink_script_prices_the_hand_over_as_the_model_does(capsys):
