@@ -258,7 +258,10 @@ def hold_lock(lock, foreign):
     if foreign:
         argv = [sys.executable, "-c", f"import subprocess; subprocess.Popen({argv!r}, start_new_session=True)"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    return proc, int(proc.stdout.readline())
+    holder = int(proc.stdout.readline())
+    if foreign:
+        proc.wait(timeout=30)      # the go-between's exit orphans the holder; a loaded machine may not have run it yet
+    return proc, holder
 
 
 def test_a_lock_wait_says_who_holds_it_and_ends(tmp_path, capsys):
