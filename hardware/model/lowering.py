@@ -55,6 +55,7 @@ from hardware.model.compile_mode import compile_mode
 from hardware.model.compute import group_ops
 from hardware.model.fused_optimizers import float_status_check, fuse_lamb
 from hardware.model.opgraph import Op, OpGraph, TensorSpec
+from hardware.model.precision_casts import precision_casts
 from hardware.model.profile import HardwareProfile
 from msbench.settings import Settings
 
@@ -65,6 +66,7 @@ class Lowering:
     buffer_fusion: bool          # jit O2: GE's buffer fusion and the fused optimizer kernels
     cores: int                   # AI cores a kernel spreads over (decides the atomic-add split)
     fold_casts: bool             # the compiler folds dtype conversion into the neighbouring kernels
+    precision_casts: bool        # fp32 Cube kernels run in fp16 between Casts (precision_casts.py)
 
 
 def lowering_for(settings: Settings, profile: HardwareProfile) -> Lowering | None:
@@ -72,7 +74,8 @@ def lowering_for(settings: Settings, profile: HardwareProfile) -> Lowering | Non
     if profile.profile.kind != "npu":
         return None
     return Lowering(buffer_fusion=compile_mode(settings, profile).buffer_fusion, cores=profile.cube.cores,
-                    fold_casts=profile.precision.fuses_casts)
+                    fold_casts=profile.precision.fuses_casts,
+                    precision_casts=profile.precision.matrix_fp32_as == "fp16" or profile.cube.tflops_fp32 == 0)
 
 
 # --------------------------------------------------------------------- 1. the kernels Ascend has
@@ -238,6 +241,8 @@ def lower_ops(ops: Sequence[Op], rules: Lowering) -> list[Op]:
     out = float_status_check(fuse_lamb([k for op in collapse_expansions(ops) for k in ascend_kernels(op)]))
     if rules.fold_casts:
         out = fold_casts(out)
+    if rules.precision_casts:
+        out = precision_casts(out)
     if rules.buffer_fusion:
         out = buffer_fusion(out)
     out = add_layouts(out)

@@ -215,3 +215,14 @@ def test_the_an2022_step_totals_are_the_kernels_summed_per_run():
     assert resnet["kernels"] == 742 and resnet["ms"] == pytest.approx(28.85, abs=0.01)
     assert sum(v for k, v in resnet.items() if k not in ("kernels", "ms")) == pytest.approx(resnet["ms"])
     assert len(runs) == 20
+
+
+def test_the_migration_sample_table_is_transcribed_whole():
+    """The O0 run's rows add up to the sum its screenshot's status bar prints (37.52633923 ms over 29 op types),
+    and each top-five row of the O0-sink run agrees with the full O0 table within the profiler's run-to-run 2%."""
+    from hardware.calibration.docs18 import profiled
+
+    o0 = profiled("o0")
+    assert len(o0) == 29 and sum(ms for _, ms in o0.values()) == pytest.approx(37.52633923, abs=1e-5)
+    for op_type, (count, ms) in profiled("o0-sink").items():
+        assert o0[op_type][0] == count and o0[op_type][1] == pytest.approx(ms, rel=0.02), op_type

@@ -3,7 +3,9 @@ kernel counts of the public Ascend 910 per-op profiles (hardware/calibration/asc
 
 from __future__ import annotations
 
+import csv
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from msbench.settings import Settings, make_settings
 NPU, CPU = load_profile("ascend910a"), load_profile("cpu")
 O2, O0 = Settings(mode="graph", jit_level="O2"), Settings(mode="graph", jit_level="O0")
 COUNTS = Path(__file__).resolve().parents[2] / "hardware" / "calibration" / "ascend_kernel_counts.toml"
+DOCS18 = COUNTS.parent / "data" / "docs18_resnet50_ops.csv"
 
 
 def t(*shape: int, dtype: str = "Float16") -> TensorSpec:
@@ -96,6 +99,38 @@ def test_folded_cast_leaves_the_narrow_tensor():
     lowered = lower(g, O0, NPU).ops
     assert "Cast" not in {o.type for o in lowered}
     assert next(o for o in lowered if o.type == "BNTrainingReduce").inputs[0] == x
+
+
+def test_fp32_convolution_runs_in_fp16_between_five_casts_on_the_910a():
+    """O0 on a chip without an fp32 Cube: each distinct fp32 tensor of a convolution is cast once (the
+    forward's input and output, the input gradient's incoming gradient and result, the weight gradient)."""
+    step = [replace(o, inputs=tuple(TensorSpec("Float32", x.shape) for x in o.inputs),
+                    outputs=tuple(TensorSpec("Float32", x.shape) for x in o.outputs)) for o in conv_bn_relu_step()]
+    lowered = lower(graph(step), O0, NPU).ops
+    casts = [o for o in lowered if o.type == "Cast"]
+    assert len(casts) == 5
+    assert all(x.dtype == "Float16" for o in lowered if o.unit == "cube"
+               for x in (o.inputs[:1] if o.type != "Conv2DBackpropFilter" else o.inputs) + o.outputs)
+    assert next(o for o in lowered if o.type == "Conv2D").inputs[1].dtype == "Float32"    # weights: no Cast kernel
+    assert "Cast" not in kernel_counts(lower(graph(step), O0, load_profile("ascend910b")).ops)   # fp32 Cube path
+    assert "Cast" not in kernel_counts(lower(graph(conv_bn_relu_step()), O0, NPU).ops)          # fp16 already
+
+
+@pytest.mark.slow
+def test_o0_resnet50_casts_as_many_tensors_as_the_profiled_step():
+    """The migration guide's O0 ResNet-50 (batch 32, MindSpore 1.8) runs 262 Cast kernels a step
+    (hardware/calibration/data/docs18_resnet50_ops.csv); its O3 run's costliest op types hold none."""
+    from hardware.model.graph import extract_graph
+
+    rows = list(csv.DictReader(line for line in DOCS18.read_text().splitlines() if not line.startswith("#")))
+    profiled = {r["op_type"]: int(r["count"]) for r in rows if r["run"] == "o0"}
+    o0 = make_settings({"batch_size": 32, "amp_level": "O0", "mode": "graph", "jit_level": "O2"})
+    counts = kernel_counts(lower(extract_graph("resnet50", "full", {"num_classes": 10}, o0), o0, NPU).ops)
+    assert counts["Cast"] == pytest.approx(profiled["Cast"], rel=0.05)
+    o3 = make_settings({"batch_size": 32, "amp_level": "O3", "loss_scale": "static", "mode": "graph",
+                        "jit_level": "O2"})
+    counts = kernel_counts(lower(extract_graph("resnet50", "full", {"num_classes": 10}, o3), o3, NPU).ops)
+    assert counts["Cast"] < profiled["Cast"] / 4
 
 
 def profile_table(workload: str) -> dict:
