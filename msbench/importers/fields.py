@@ -93,6 +93,11 @@ class ConfigFields:
     def get(self, path: str, default: Any = None) -> Any:
         return self.leaves.get(path, default)
 
+    def under(self, path: str) -> dict[str, Any]:
+        """The leaves below `path` (a mapping the flattening split), keyed by the rest of their path."""
+        prefix = path + "."
+        return {k[len(prefix):]: v for k, v in self.leaves.items() if k.startswith(prefix)}
+
     def first(self, paths: tuple[str, ...], default: Any = None) -> tuple[str | None, Any]:
         """(path, value) of the first of `paths` the config has (aliases of one field), else (None, default)."""
         for path in paths:

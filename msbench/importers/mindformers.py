@@ -136,6 +136,24 @@ REASONS: dict[str, str] = {
 }
 
 
+def op_level_recompute(value: Any) -> tuple[str, str]:
+    """The recompute knob for `select_recompute`: `true` or per-stage layer counts are Megatron's selective
+    recompute (the attention core), msbench's `selective`. A list (or a {pattern: layers} map) of op-name patterns
+    is MindFormers' op-level selection, another thing: it re-runs exactly the ops named. Named MatMuls or flash
+    attention are most of a block's forward work, so it is costed as `full` (over-stated by the ops left out);
+    elementwise and norm ops alone are little work, costed as `selective` (under-stated by their re-run)."""
+    patterns = [str(k) for k in value] if isinstance(value, (list, dict)) else []
+    if not patterns or all(isinstance(k, (int, bool)) for k in value):
+        return "selective", ""
+    heavy = [p for p in patterns if re.search(r"matmul|flash", p, re.IGNORECASE)]
+    if heavy:
+        return "full", (f" (an op-level selection of {len(patterns)} op patterns, {len(heavy)} of them MatMuls or "
+                        "flash attention, most of a block's forward: costed as full recompute, which over-states it "
+                        "by the ops left out; msbench's selective is the attention core's recompute)")
+    return "selective", (f" (an op-level selection of {len(patterns)} elementwise or norm op patterns, little "
+                         "work to re-run: costed as selective recompute, which under-states it by their re-run)")
+
+
 def ffn_width(hidden: int, multiple_of: int, multiplier: float | None) -> int:
     """MindFormers' LlamaFeedForward width when intermediate_size is absent: 4·hidden, times
     (ffn_dim_multiplier + 0.01) when set, times 2/3, rounded up to a multiple of `multiple_of`
@@ -320,9 +338,13 @@ def step_knobs(f: ConfigFields, where: str) -> dict[str, Any]:
             f" (the per-stage layer list {stages}: costed as every layer recomputed; recompute of some layers is "
             "not modelled, so this over-states recompute's cost)")
         f.knob(selective, "recompute", "full", " (recompute: true takes precedence)")
-    elif f.get(selective):
-        put(selective, "recompute", "selective")
-        f.knob(full, "recompute", "selective", " (full recompute off)")
+    elif f.get(selective) or f.under(selective):
+        mapping = f.under(selective)          # {op pattern: layers per stage}, flattened into one leaf per pattern
+        value, how = op_level_recompute(f.get(selective) or mapping)
+        put(selective if f.has(selective) else None, "recompute", value, how)
+        for path in (f"{selective}.{name}" for name in mapping):
+            f.knob(path, "recompute", value, how)
+        f.knob(full, "recompute", value, " (full recompute off)")
     else:
         put(full, "recompute", "none")
         f.knob(selective, "recompute", "none")

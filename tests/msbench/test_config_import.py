@@ -234,3 +234,25 @@ def test_a_per_stage_recompute_list_says_it_is_costed_as_full_recompute() -> Non
     assert imported.knobs["recompute"] == "full"
     line = next(use.to for use in imported.fields if use.path == "recompute_config.recompute")
     assert "per-stage layer list [6, 3, 2, 3]" in line and "over-states" in line
+
+
+@pytest.mark.parametrize(("select", "knob", "says"), [
+    (True, "selective", None),
+    ([8, 4, 4, 1], "selective", None),                                # per-stage layer counts: Megatron's selective
+    (["feed_forward\\.w1\\.matmul", "feed_forward\\.mul", "attention\\.flash attention"], "full", "over-states"),
+    ({"feed_forward\\.mul": [20, 8], "feed_forward\\.w1\\.activation": [20, 8]}, "selective", "under-states"),
+])
+def test_an_op_level_select_recompute_is_costed_by_the_work_it_names(tmp_path, select, knob, says) -> None:
+    """MindFormers' op-pattern select_recompute (its Llama2-13B tuning case lists nearly every MatMul of the block)
+    is not msbench's attention-core selective recompute."""
+    text = LLAMA2.read_text()
+    assert "select_recompute" in text and "recompute_config" in text
+    config = tmp_path / "llama2.yaml"
+    lines = [line for line in text.splitlines() if not line.strip().startswith(("recompute:", "select_recompute:"))]
+    at = next(i for i, line in enumerate(lines) if line.strip() == "recompute_config:")
+    lines[at + 1:at + 1] = ["  recompute: False", f"  select_recompute: {json.dumps(select)}"]
+    config.write_text("\n".join(lines) + "\n")
+    imported = import_config(config)
+    assert imported.knobs["recompute"] == knob
+    line = next(use.to for use in imported.fields if use.path.startswith("recompute_config.select_recompute"))
+    assert (says in line) if says else ("op-level" not in line)
