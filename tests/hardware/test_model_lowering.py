@@ -117,6 +117,7 @@ def test_fp32_convolution_runs_in_fp16_between_five_casts_on_the_910a():
 
 
 @pytest.mark.slow
+@pytest.mark.long       # two full-size compiles; the rule itself is checked above on every run
 def test_o0_resnet50_casts_as_many_tensors_as_the_profiled_step():
     """The migration guide's O0 ResNet-50 (batch 32, MindSpore 1.8) runs 262 Cast kernels a step
     (hardware/calibration/data/docs18_resnet50_ops.csv); its O3 run's costliest op types hold none."""
