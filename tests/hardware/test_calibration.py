@@ -217,12 +217,17 @@ def test_the_an2022_step_totals_are_the_kernels_summed_per_run():
     assert len(runs) == 20
 
 
-def test_the_migration_sample_table_is_transcribed_whole():
-    """The O0 run's rows add up to the sum its screenshot's status bar prints (37.52633923 ms over 29 op types),
-    and each top-five row of the O0-sink run agrees with the full O0 table within the profiler's run-to-run 2%."""
-    from hardware.calibration.docs18 import profiled
+def test_the_public_op_type_tables_are_transcribed_whole():
+    """docs18's O0 rows add up to the sum its screenshot's status bar prints (37.52633923 ms over 29 op types), and
+    each top-five row of its O0-sink run agrees with the full O0 table within the profiler's run-to-run 2%; docs11's
+    twenty rows are the whole of which its first row's 3.123287 ms is the 18.36% its legend prints."""
+    from hardware.calibration.op_tables import profiled
 
-    o0 = profiled("o0")
+    o0 = profiled("docs18-o0")
     assert len(o0) == 29 and sum(ms for _, ms in o0.values()) == pytest.approx(37.52633923, abs=1e-5)
-    for op_type, (count, ms) in profiled("o0-sink").items():
+    for op_type, (count, ms) in profiled("docs18-o0-sink").items():
         assert o0[op_type][0] == count and o0[op_type][1] == pytest.approx(ms, rel=0.02), op_type
+    fused = profiled("docs11-o2-fused")
+    assert len(fused) == 20 and "FusionOp_BNTrainingUpdate_Add_ReLUV2" in fused      # TensorAdd, as 1.2 renamed it
+    assert fused["FusionOp_Conv2D_BNTrainingReduce"][1] / sum(ms for _, ms in fused.values()) == pytest.approx(
+        0.1836, abs=5e-5)
