@@ -18,7 +18,8 @@ from workloads.registry import get_workload
 
 
 def test_every_recipe_is_valid_settings_with_its_source_for_a_builtin_workload():
-    assert set(recipes()) == {"resnet50", "yolov8s", "bert-base"}
+    assert set(recipes()) == {"resnet50", "yolov8s", "bert-base", "yolov5s", "yolov8n", "bert-large", "transformer-base",
+                              "transformer-large", "gpt2-small", "llama2-7b", "llama2-13b", "llama2-70b"}
     for name, recipe in recipes().items():
         settings = make_settings(dict(recipe.settings))
         get_workload(name).check_settings(get_workload(name).preset("full"), settings)
@@ -28,7 +29,7 @@ def test_every_recipe_is_valid_settings_with_its_source_for_a_builtin_workload()
 
 def test_a_recipe_applies_to_the_full_preset_only_and_not_from_the_defaults():
     assert recipe_for("resnet50", "full").settings["amp_level"] == "O2"
-    assert recipe_for("resnet50", "tiny") is None and recipe_for("gpt2-small", "full") is None
+    assert recipe_for("resnet50", "tiny") is None and recipe_for("gpt3-175b", "full") is None
     assert recipe_for("resnet50", "full", "mindspore-defaults") is None
     with pytest.raises(ConfigError, match="recipe|mindspore-defaults"):
         recipe_for("resnet50", "full", "folklore")
@@ -48,7 +49,7 @@ def test_a_matrix_workload_starts_from_its_recipe_with_set_over_it(tmp_path):
     (entry,) = load_matrix(path).expand().entries
     s = entry.cell.settings
     assert (s.optimizer, s.amp_level, s.loss_scale, s.sink, s.batch_size) == ("lamb", "O2", "dynamic", True, 32)
-    path.write_text(path.read_text().replace("bert-base", "gpt2-small"))
+    path.write_text(path.read_text().replace("bert-base", "gpt3-175b"))
     with pytest.raises(ConfigError, match="recipe=True is not allowed"):
         load_matrix(path)
 
