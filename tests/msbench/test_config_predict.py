@@ -29,7 +29,7 @@ def test_the_llama2_config_predicts_exactly_its_set_equivalent(capsys, scratch):
     from tests.msbench.test_config_import import LLAMA2, LLAMA2_SET
 
     from_config = predicted(capsys, "--config", str(LLAMA2))
-    by_hand = predicted(capsys, "llama2-7b", *sum((["--set", s] for s in LLAMA2_SET), []))
+    by_hand = predicted(capsys, "llama2-7b", "--from", "mindspore-defaults", *sum((["--set", s] for s in LLAMA2_SET), []))
     config = from_config.pop("config")
     assert config["parameters"] == 6_738_415_616 and config["workload"] == "llama2-7b"
     assert from_config == by_hand
