@@ -143,8 +143,15 @@ def validation_markdown(profile: str) -> str:
     return done.stdout
 
 
+def op_tables_markdown() -> str:
+    """`python -m hardware.calibration.op_tables` (plain text), in a child as the validation pages are."""
+    done = subprocess.run([sys.executable, "-m", "hardware.calibration.op_tables"], check=True, capture_output=True,
+                          text=True)
+    return f"```text\n{done.stdout.rstrip()}\n```"
+
+
 INPUT_TREES = ("hardware", "workloads", "msbench")
-INPUT_SUFFIXES = (".py", ".toml", ".json", ".yaml", ".yml")
+INPUT_SUFFIXES = (".py", ".toml", ".json", ".yaml", ".yml", ".csv")
 DIGEST_LINE = re.compile(r"^<!-- inputs sha256:([0-9a-f]{64}) ", re.MULTILINE)
 
 
@@ -208,7 +215,14 @@ VALIDATION_PAGES: tuple[Page, ...] = tuple(
          "(`hardware/validation/published.toml`; the locked part, `--locked`, is held out and not published "
          "here). Regenerate with `python -m msbench.docs_gen --validation`.",
          lambda profile=profile: validation_markdown(profile), fast=False, digest=True)
-    for profile in ("ascend910a", "ascend910b"))
+    for profile in ("ascend910a", "ascend910b")) + (
+    Page("op-tables.md", "Public per-op tables against the model", "python -m hardware.calibration.op_tables",
+         "The public AI-Core op-type tables of MindSpore ResNet-50 steps on an Ascend 910 (MindInsight screenshots "
+         "transcribed in `hardware/calibration/data/docs*_resnet50_*ops.csv`, each with its source) beside the "
+         "kernels the device model lowers for the same step on the 910A and what it prices them at "
+         "([Validation](../validation.md), The 910A's O0 Casts). Regenerate with "
+         "`python -m msbench.docs_gen --validation`.",
+         op_tables_markdown, fast=False, digest=True),)
 
 
 def digest_comment(digest: str) -> str:
