@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import tomllib
 from pathlib import Path
@@ -77,6 +78,8 @@ FIT = {("resnet50", 16), ("resnet50", 32), ("resnet50", 64), ("bert-base", 128),
        ("deepfm", 16000)}                                             # the rest is held out
 BEGIN = "# >>> derived by `python -m hardware.calibration.derive` (do not edit by hand)"
 END = "# <<< derived"
+# The 910A's kernel level per class from later per-op tables (written by `python -m hardware.calibration.stack_level`).
+LEVEL_DATA = DATA.parent / "stack_level_910a.json"
 
 
 # --- the error report -----------------------------------------------------------------------------
@@ -234,15 +237,46 @@ def datasheet(path: Path) -> HardwareProfile:
     return HardwareProfile.from_mapping(tomllib.loads(without_block(path.read_text())), str(path), complete=False)
 
 
+def an_fit(rows: Sequence[Row]) -> tuple[HardwareProfile, KernelClasses]:
+    """The 910A datasheet and the tables fitted on An et al.'s kernels of the FIT runs."""
+    base = datasheet(PROFILE_DIR / f"{SOURCE_PROFILE}.toml")
+    checked, _ = read_dtypes(rows, base)
+    return base, fit_classes([r for r in checked if (r.network, r.batch) in FIT], base)
+
+
+def an_fitted() -> HardwareProfile:
+    """The 910A as fitted on An et al.'s kernels, before the level (what the per-op error report and the
+    other chips' ratio tables read)."""
+    base, classes = an_fit(load_rows())
+    return dataclasses.replace(base, kernel_classes=classes)
+
+
+def with_level(classes: KernelClasses) -> tuple[KernelClasses, list[tuple[str, float, float, str]]]:
+    """The An-fitted tables at the level of the later per-op table (LEVEL_DATA), and each scaled table's
+    estimate label: low end An et al.'s level, high end the newest table's."""
+    data = json.loads(LEVEL_DATA.read_text())
+    scaled, labels = {}, []
+    for kind, factor in sorted(data["level"].items()):
+        scaled[kind] = EfficiencyTable(tuple((t, sig(min(1.0, e * factor))) for t, e in classes.table(kind).rows))
+        far = data["far"][kind]
+        labels.append((f"kernel_classes.{kind}", sig(1 / factor), sig(max(1.0, far / factor)),
+                       f"An et al. table x {factor:g}: the level of the {data['level_run']} per-op table (data/{LEVEL_DATA.name}, "
+                       f"hardware.calibration.stack_level); low end: An et al.'s level, high end: {data['far_run']}'s "
+                       f"(x {far:g}); which stack MindSpore 2.10 is closer to is not measured"))
+    return dataclasses.replace(classes, **scaled), labels
+
+
 def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
     """The new text of each profile file, and the report lines."""
     base_path = PROFILE_DIR / f"{SOURCE_PROFILE}.toml"
-    base = datasheet(base_path)
+    base, classes = an_fit(rows)
     rows, dtype_lines = read_dtypes(rows, base)
-    classes = fit_classes([r for r in rows if (r.network, r.batch) in FIT], base)
     fitted = dataclasses.replace(base, kernel_classes=classes)
+    leveled, level_labels = with_level(classes)
+    runs = ", ".join(f"{n} bs{b}" for n, b in sorted(FIT))
     texts = {base_path: with_block(base_path.read_text(), block_text(
-        classes, "fitted on An et al. per-op times of " + ", ".join(f"{n} bs{b}" for n, b in sorted(FIT)) + " (hardware/calibration/data)", []))}
+        leveled, f"fitted on An et al. per-op times of {runs} (hardware/calibration/data), then scaled per class to "
+                 f"the level of a later per-op table of the same chip (data/{LEVEL_DATA.name})", level_labels))}
 
     gemm_lines: list[str] = []
     flash_lines: list[str] = []
@@ -254,7 +288,8 @@ def derived_texts(rows: Sequence[Row]) -> tuple[dict[Path, str], list[str]]:
         scaled, labels = with_measured_matmul(scaled, labels, chip, measured)
         timings = flash_bench.measured_timings(name)
         scaled, labels = flash_bench.with_flash_tables(scaled, labels, chip, timings)
-        note = f"estimate: the {SOURCE_PROFILE} tables carried over by datasheet ratios (derive.ratio_estimates)"
+        note = (f"estimate: the {SOURCE_PROFILE} tables fitted on An et al. (not scaled to the later level) carried over by "
+                "datasheet ratios (derive.ratio_estimates)")
         if measured:
             note += "; matmul from public GEMM timings on this chip (derive.with_measured_matmul)"
         if timings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_a_near_tie_in_the_dtype_check_keeps_the_labels():
 def test_held_out_vit_gemms_past_the_fitted_size_are_predicted(rows):
     """ViT-B/32 batch 256 is held out; its MatMuls (230,400 tiles per core, twice the fitted batch 128's)
     sum to within 25% of the profiled time on the derived tables."""
-    a = load_profile("ascend910a")
+    a = derive.an_fitted()
     sel = [r for r in rows if (r.network, r.batch) == ("vit-b32", 256) and r.kernel_class == "matmul"]
     assert max(kernel_fit.work(r, a) for r in sel) > 2e5
     measured = sum(r.count * r.duration_us for r in sel) * 1e-6
@@ -122,7 +123,7 @@ def test_held_out_vit_gemms_past_the_fitted_size_are_predicted(rows):
 
 
 def test_unaligned_kernels_get_the_measured_slowdown(rows):
-    a = load_profile("ascend910a")
+    a = derive.an_fitted()
     for kind in derive.VECTOR_CLASSES:
         assert a.kernel_classes.unaligned(kind) >= 1.0
     assert a.kernel_classes.unaligned("matmul") == 1.0
@@ -141,10 +142,11 @@ def test_monotone_pools_violators():
 
 
 def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
-    a = load_profile("ascend910a")
-    for kind in (*derive.CUBE_CLASSES, *derive.VECTOR_CLASSES, "memory"):
-        effs = [e for _, e in reversed(a.kernel_classes.table(kind).rows)]
-        assert effs == sorted(effs) and 0 < effs[0] and effs[-1] <= 1
+    for shipped in (load_profile("ascend910a"), derive.an_fitted()):
+        for kind in (*derive.CUBE_CLASSES, *derive.VECTOR_CLASSES, "memory"):
+            effs = [e for _, e in reversed(shipped.kernel_classes.table(kind).rows)]
+            assert effs == sorted(effs) and 0 < effs[0] and effs[-1] <= 1
+    a = derive.an_fitted()
     held_out_run = ("inceptionv3", 64)            # another CNN at the largest fitted ResNet-50 batch
     assert held_out_run not in derive.FIT
     held_out = [r for r in rows if (r.network, r.batch) == held_out_run and r.op_type not in table.OPAQUE]
@@ -155,13 +157,45 @@ def test_fitted_tables_are_nondecreasing_and_predict_held_out_kernels(rows):
 
 
 def test_other_chips_are_the_910a_tables_scaled_by_datasheet_ratios():
-    a, b, b4 = load_profile("ascend910a"), load_profile("ascend910b"), load_profile("ascend910b4")
+    """From the An-fitted tables: the later level is a measurement of the 910A's stack, not of theirs."""
+    a, b, b4 = derive.an_fitted(), load_profile("ascend910b"), load_profile("ascend910b4")
     for chip, kind in ((b, "matmul_long_k"), (b, "batch_matmul"), (b4, "matmul")):   # no GEMM timings for these
         feed = min(1.0, derive.bytes_per_core_cycle(chip) / derive.bytes_per_core_cycle(a))
         for (ta, ea), (tb, eb) in zip(a.kernel_classes.table(kind).rows, chip.kernel_classes.table(kind).rows):
             assert ta == tb and eb == pytest.approx(min(1.0, ea * feed), rel=1e-2)
     assert b.kernel_classes.elementwise == a.kernel_classes.elementwise
     assert b.kernel_classes.min_kernel_us == pytest.approx(a.kernel_classes.min_kernel_us * a.cube.ghz / b.cube.ghz, rel=1e-2)
+
+
+def test_the_910a_tables_are_at_the_later_level_with_an_et_al_as_the_estimate_end():
+    """The shipped 910A tables are An et al.'s fit times each class's level (stack_level_910a.json, capped at
+    efficiency 1), each labelled an estimate whose low end is An et al.'s level; classes without a later
+    per-op table (the MatMuls) keep An et al.'s tables and no label."""
+    shipped, an = load_profile("ascend910a"), derive.an_fitted()
+    level = json.loads(derive.LEVEL_DATA.read_text())["level"]
+    assert {"conv_forward", "reduction", "memory"} <= set(level) and "matmul" not in level
+    for kind, factor in level.items():
+        assert 1.0 < factor < 3.0
+        for (t, e), (t_an, e_an) in zip(shipped.kernel_classes.table(kind).rows, an.kernel_classes.table(kind).rows):
+            assert t == t_an and e == pytest.approx(min(1.0, e_an * factor), rel=5e-3)
+        est = next(e for e in shipped.estimates if e.key == f"kernel_classes.{kind}")
+        assert est.low == pytest.approx(1 / factor, rel=2e-3) and est.high >= 1.0
+    assert shipped.kernel_classes.matmul == an.kernel_classes.matmul
+    assert not any(e.key == "kernel_classes.matmul" for e in shipped.estimates)
+
+
+@pytest.mark.slow
+def test_the_level_reproduces_the_later_table_and_is_current():
+    """The committed level is what stack_level computes (a ResNet-50 batch-32 compile), and on the shipped
+    910A profile the docs11 step's kernels of each leveled class add up to their profiled time."""
+    from hardware.calibration import stack_level
+
+    assert stack_level.text(stack_level.computed()) == derive.LEVEL_DATA.read_text()
+    times = stack_level.class_times(stack_level.LEVEL_RUN, load_profile("ascend910a"))
+    for kind in json.loads(derive.LEVEL_DATA.read_text())["level"]:
+        if kind != "memory":
+            model, profiled = times[kind]
+            assert model == pytest.approx(profiled, rel=0.05), kind
 
 
 def test_910b_fp32_cube_rate_is_the_measured_fp32_to_fp16_ratio():
