@@ -127,9 +127,9 @@ def pairs(reference: Mapping[str, tuple], changed: Mapping[str, tuple],
     varied = set(reference) | set(changed) | set(free)
 
     def find(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
-        for _, group in same_except(frame, varied):
-            refs = [r for _, r in group.iterrows() if matches(r, reference)]
-            alts = [r for _, r in group.iterrows() if matches(r, changed)]
+        for group in same_except(frame, varied):
+            refs = [r for r in group if matches(r, reference)]
+            alts = [r for r in group if matches(r, changed)]
             for ref in refs:
                 for alt in alts:
                     if ref["cell_id"] != alt["cell_id"]:
@@ -138,13 +138,17 @@ def pairs(reference: Mapping[str, tuple], changed: Mapping[str, tuple],
 
 
 def same_except(frame: pd.DataFrame, varied: set[str],
-                statuses: tuple[str, ...] = ("ok",)) -> Iterator[tuple[object, pd.DataFrame]]:
-    """Groups of cells with one of `statuses` that are equal in context and every knob not in `varied`."""
+                statuses: tuple[str, ...] = ("ok",)) -> Iterator[list[pd.Series]]:
+    """The rows of each group of cells with one of `statuses` that are equal in context and every knob not in
+    `varied`, in frame order. The rows are made once per frame: a row of a wide mixed-dtype frame costs a
+    copy of the whole frame's values, and taking them per group made most of a report's time."""
     ok = frame[frame["status"].isin(statuses)]
     if ok.empty:
         return iter(())
     keys = CONTEXT + [k for k in KNOBS if k not in varied and k in ok.columns]
-    return iter(ok.astype({k: "object" for k in keys}).fillna({k: "-" for k in keys}).groupby(keys, sort=True))
+    prepared = ok.astype({k: "object" for k in keys}).fillna({k: "-" for k in keys})
+    rows = dict(prepared.iterrows())
+    return iter([[rows[label] for label in group.index] for _, group in prepared.groupby(keys, sort=True)])
 
 
 def matches(row: pd.Series, wanted: Mapping[str, tuple]) -> bool:

@@ -28,8 +28,7 @@ from msbench.stats import is_effect
 
 def accumulation_triples(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, ...]]:
     """(small batch b, accumulated b x k, large batch b*k): everything else equal."""
-    for _, group in same_except(frame, {"batch_size", "grad_accum"}):
-        rows = [r for _, r in group.iterrows()]
+    for rows in same_except(frame, {"batch_size", "grad_accum"}):
         plain = {micro_batch(r): r for r in rows if int(r["grad_accum"]) == 1}
         for acc in rows:
             k, micro = int(acc["grad_accum"]), micro_batch(acc)

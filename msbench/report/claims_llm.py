@@ -47,8 +47,8 @@ def bubble_measure(few: pd.Series, many: pd.Series) -> dict[str, float | None]:
 def fewer_and_more_micro_batches(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, pd.Series]]:
     """Pairs of pipelined ok cells that differ only in micro_batches (and so the micro-batch size)."""
 
-    for _, group in same_except(frame, {"micro_batches"}):
-        rows = [r for _, r in group.iterrows() if int(r["pipeline_stages"]) > 1]
+    for group in same_except(frame, {"micro_batches"}):
+        rows = [r for r in group if int(r["pipeline_stages"]) > 1]
         for few in rows:
             for many in rows:
                 if int(many["micro_batches"]) > int(few["micro_batches"]):

@@ -33,8 +33,8 @@ def capped(row: pd.Series) -> bool:
 def cap_sweeps(frame: pd.DataFrame) -> Iterator[tuple[pd.Series, ...]]:
     """Per cap: the capped cells of a batch sweep (ok or oom), then the uncapped cells at the same batch
     sizes, all else equal; only sweeps with at least two batch sizes under the cap."""
-    for _, group in same_except(frame, {"batch_size", "max_device_memory"}, statuses=("ok", "oom")):
-        rows = [r for _, r in group.iterrows() if micro_batch(r) is not None]
+    for group in same_except(frame, {"batch_size", "max_device_memory"}, statuses=("ok", "oom")):
+        rows = [r for r in group if micro_batch(r) is not None]
         for cap in sorted({float(r["max_device_memory"]) for r in rows if capped(r)}):
             mine = sorted((r for r in rows if capped(r) and float(r["max_device_memory"]) == cap), key=micro_batch)
             batches = {micro_batch(r) for r in mine}
