@@ -212,13 +212,17 @@ def cube_class(op: Op) -> str:
     return gemm_class(kind, m, n, k)
 
 
+# The kernel classes whose traffic the `memory` table prices (every other class streams at its own table).
+MEMORY_TABLE_CLASSES = frozenset((*CUBE_CLASSES, *FLASH_CLASSES))
+
+
 def traffic_table(kernel_class: str, profile: HardwareProfile) -> EfficiencyTable:
     """The bandwidth efficiency a kernel of this class streams at: its own table for a Vector class,
     the `memory` table for a Cube kernel's operands; the one memory table without classes."""
     classes = profile.kernel_classes
     if classes is None:
         return typing.cast(EfficiencyTable, profile.memory.efficiency)
-    return classes.memory if kernel_class in (*CUBE_CLASSES, *FLASH_CLASSES) else classes.table(kernel_class)
+    return classes.memory if kernel_class in MEMORY_TABLE_CLASSES else classes.table(kernel_class)
 
 
 def memory_seconds(nbytes: int, profile: HardwareProfile, kernel_class: str = "elementwise") -> float:
@@ -364,16 +368,24 @@ def costed_kernels(profile: HardwareProfile) -> dict[tuple[Op, ...], Kernel]:
     return {}
 
 
-def kernels(ops: Iterable[Op], profile: HardwareProfile) -> list[Kernel]:
-    """One Kernel per launched kernel (the ops are the device's: `lowering.lower` for an NPU)."""
+def kernel_memo(profile: HardwareProfile) -> dict[tuple[Op, ...], Kernel]:
+    """The profile's costed kernels (`costed_kernels`), emptied when it has grown past KERNEL_MEMO_LIMIT."""
     memo = costed_kernels(profile)
     if len(memo) > KERNEL_MEMO_LIMIT:
         memo.clear()
-    out = []
-    for group in group_ops(ops):
-        key = tuple(group)
-        kernel = memo.get(key)
-        if kernel is None:
-            kernel = memo[key] = make_kernel(group, profile)
-        out.append(kernel)
-    return out
+    return memo
+
+
+def memo_kernel(group: Sequence[Op], profile: HardwareProfile, memo: dict[tuple[Op, ...], Kernel]) -> Kernel:
+    """The group's kernel on `profile`, from `memo` (the profile's `kernel_memo`) or costed into it."""
+    key = tuple(group)
+    kernel = memo.get(key)
+    if kernel is None:
+        kernel = memo[key] = make_kernel(group, profile)
+    return kernel
+
+
+def kernels(ops: Iterable[Op], profile: HardwareProfile) -> list[Kernel]:
+    """One Kernel per launched kernel (the ops are the device's: `lowering.lower` for an NPU)."""
+    memo = kernel_memo(profile)
+    return [memo_kernel(group, profile, memo) for group in group_ops(ops)]

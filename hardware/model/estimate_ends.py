@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from hardware.model.compute import Kernel, group_ops, kernels, make_kernel
+from hardware.model.compute import MEMORY_TABLE_CLASSES, Kernel, group_ops, kernel_memo, kernels, memo_kernel
 from hardware.model.lowering import lower
 from hardware.model.opclass import CUBE_CLASSES, FLASH_CLASSES, VECTOR_CLASSES
 from hardware.model.opgraph import Op
@@ -44,11 +44,14 @@ class ShippedStep:
 def ends_kernels(step: ShippedStep, profile: HardwareProfile, varied: HardwareProfile, key: str,
                  costed: dict[tuple, list[Kernel]]) -> list[Kernel]:
     """The step's kernels on `varied` (`profile` with estimate `key` at one end). A class's efficiency table
-    (`kernel_classes.<class>`) prices only the kernels of that class, so only those are costed again; any
-    other device-side end costs every kernel again, once per distinct device-side profile."""
+    (`kernel_classes.<class>`) prices only the kernels of that class, and the `memory` table only the traffic
+    of the Cube classes' kernels, so only those are costed again; any other device-side end costs every
+    kernel again, once per distinct device-side profile."""
     section, _, name = key.partition(".")
-    if section == "kernel_classes" and name in CLASS_TABLES:
-        return [make_kernel(g, varied) if k.kernel_class == name else k for g, k in zip(step.groups, step.kernels)]
+    if section == "kernel_classes" and (name in CLASS_TABLES or name == "memory"):
+        readers = MEMORY_TABLE_CLASSES if name == "memory" else {name}
+        memo = kernel_memo(varied)        # an end's profile is the same for every cell of the chip: its kernels recur
+        return [memo_kernel(g, varied, memo) if k.kernel_class in readers else k for g, k in zip(step.groups, step.kernels)]
     device_key = tuple(getattr(varied, s) for s in DEVICE_SECTIONS)
     if device_key == tuple(getattr(profile, s) for s in DEVICE_SECTIONS):
         return step.kernels

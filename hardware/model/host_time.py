@@ -103,19 +103,26 @@ def slot_seconds(device_s: float, dispatch_s: float, overlapped: bool) -> float:
     return max(device_s, dispatch_s) if overlapped else device_s + dispatch_s
 
 
-def kernel_slots(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> list[KernelSlot]:
-    """Async hosts hide dispatch behind longer kernels; O2 (a per-task device cost) and sync hosts add it."""
-    per_kernel = dispatch_us(settings, profile) * 1e-6
-    hidden = compile_mode(settings, profile).dispatch_hidden
-    return [KernelSlot(per_kernel, k.time_s, hidden) for k in kernels]
+@dataclass(frozen=True)
+class Dispatch:
+    """What each kernel's slot adds to it: `per_kernel_s` of dispatch, hidden behind the kernel (async hosts)
+    or added to it (O2's per-task device cost, sync hosts)."""
+    per_kernel_s: float
+    hidden: bool
+
+    @classmethod
+    def of(cls, settings: Settings, profile: HardwareProfile) -> "Dispatch":
+        return cls(dispatch_us(settings, profile) * 1e-6, compile_mode(settings, profile).dispatch_hidden)
+
+    def slots(self, kernels: Sequence[Kernel]) -> list[KernelSlot]:
+        return [KernelSlot(self.per_kernel_s, k.time_s, self.hidden) for k in kernels]
 
 
 def kernel_path_seconds(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile) -> float:
-    """Device time with dispatch: the sum of the kernels' slots, as `kernel_slots` gives them, summed in the
+    """Device time with dispatch: the sum of the kernels' slots, as `Dispatch.slots` gives them, summed in the
     same order without building a slot per kernel (a full-size cell's estimate ends sum ~10^5 of them)."""
-    per_kernel = dispatch_us(settings, profile) * 1e-6
-    hidden = compile_mode(settings, profile).dispatch_hidden
-    return sum(slot_seconds(k.time_s, per_kernel, hidden) for k in kernels)
+    dispatch = Dispatch.of(settings, profile)
+    return sum(slot_seconds(k.time_s, dispatch.per_kernel_s, dispatch.hidden) for k in kernels)
 
 
 def steps_per_round(settings: Settings, epoch_steps: int) -> int:

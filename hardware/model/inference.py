@@ -24,7 +24,7 @@ import dataclasses
 from hardware.model.comm import gradient_allreduce
 from hardware.model.compute import kernels
 from hardware.model.estimates import estimates_used
-from hardware.model.host_time import HostCostLike, HostTime, kernel_path_seconds, kernel_slots
+from hardware.model.host_time import Dispatch, HostCostLike, HostTime, kernel_path_seconds
 from hardware.model.lowering import lower
 from hardware.model.memory_estimate import MemoryEstimate
 from hardware.model.opgraph import OpGraph
@@ -88,6 +88,6 @@ def predict_inference(graph: OpGraph, settings: Settings, profile: HardwareProfi
                 "profile": profile.name, "profile_hash": profile.digest, "host_cost_hash": host.calibration_hash,
                 "estimates": sorted([e["key"] for e in estimates_used(ks, settings, profile, 0.0, transfer)]
                                     + [WORKING_SET_ESTIMATE])},
-        parts=StepParts(kernels=tuple(ks), slots=tuple(kernel_slots(ks, settings, profile)), host=ht,
+        parts=StepParts(kernels=tuple(ks), dispatch=Dispatch.of(settings, profile), host=ht,
                         comm=gradient_allreduce(0, 1, 0.0, profile), data_exposed_s=0.0, pipeline_workers=0),
     )

@@ -16,6 +16,7 @@ forward and the optimizer are already ops in it, so nothing is multiplied here.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -23,8 +24,7 @@ from typing import Any, Sequence
 from hardware.model.comm import CommTime, gradient_allreduce
 from hardware.model.compute import Kernel, cube_dtype, kernels, matrix_tflops
 from hardware.model.estimates import estimates_used
-from hardware.model.host_time import (HostCostLike, HostTime, KernelSlot, host_time, kernel_slots,
-                                      pipeline_workers)
+from hardware.model.host_time import (Dispatch, HostCostLike, HostTime, KernelSlot, host_time, pipeline_workers)
 from hardware.model.lowering import lower
 from hardware.model.memory import estimate_memory
 from hardware.model.opgraph import OpGraph
@@ -41,11 +41,17 @@ class StepParts:
     """The quantities a prediction is assembled from, kept for its timeline (hardware/model/trace.py)."""
 
     kernels: tuple[Kernel, ...]
-    slots: tuple[KernelSlot, ...]      # per kernel, in launch order
+    dispatch: Dispatch
     host: HostTime
     comm: CommTime
     data_exposed_s: float
     pipeline_workers: int              # data-pipeline workers that get a host core
+
+    @functools.cached_property
+    def slots(self) -> tuple[KernelSlot, ...]:
+        """Per kernel, in launch order; made when read (a timeline, an op profile), not for every prediction:
+        a cell's estimate ends predict it ~30 times and read none."""
+        return tuple(self.dispatch.slots(self.kernels))
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,7 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
                 "profile": profile.name, "profile_hash": profile.digest,
                 "estimates": [e["key"] for e in estimates_used(ks, settings, profile, ht.data_s, ht.transfer_s)],
                 "host_cost_hash": host.calibration_hash},
-        parts=StepParts(kernels=tuple(ks), slots=tuple(kernel_slots(ks, settings, profile)), host=ht, comm=comm,
+        parts=StepParts(kernels=tuple(ks), dispatch=Dispatch.of(settings, profile), host=ht, comm=comm,
                         data_exposed_s=data_exposed,
                         pipeline_workers=pipeline_workers(settings, profile)),
     )
