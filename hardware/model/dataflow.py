@@ -197,6 +197,10 @@ def analyse(graph: IrGraph) -> Analysis:
         # Who keeps what: [producer type, output index, backward reader types, tensors, bytes, elements]
         # (summed, before the peak), so a device whose kernels keep other tensors can adjust (memory.py).
         "kept_activations": [[p, i, r, *v] for (p, i, r), v in sorted(kept.items())],
+        # The same tensors one by one: [producer op index, output index, last reader's op index, reader types],
+        # so a graph derived at another batch from these ops (scaling.derive_batch) recounts both exactly.
+        "kept_list": sorted([position[src[0]], src[1], end, "+".join(sorted(readers[src]))]
+                            for src, end in last_use.items()),
         "backend_casts": {phase: {"count": n, "bytes": b} for phase, (n, b) in sorted(backend_casts.items())},
         "gradient_sums_moved_to_backward": len(moved),
     }

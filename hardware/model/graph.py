@@ -26,8 +26,11 @@ from msbench.cache import cache_dir, cache_get, cache_has, cache_lock, cache_put
 from msbench.child_io import ChildError, run_child
 from msbench.host_share import shared_host
 from msbench.settings import Settings
+from hardware.model.batch_template import derive_batch
 from hardware.model.opgraph import OpGraph
 from hardware.model.scaling import REFERENCE_BATCHES, REFERENCE_DEPTHS, scale_batch, scale_depth
+from msbench.errors import ConfigError
+from workloads.recipes import recipe_for
 from workloads.registry import get_workload
 from workloads.train_step import micro_batch_size
 from workloads.registry import workload_sources as sources
@@ -114,7 +117,8 @@ def extract_graph(workload: str, preset: str, overrides: Mapping[str, Any] | Non
 @dataclass(frozen=True)
 class GraphPlan:
     """The compiles one cell's graph is made of, known before any is made: the cell's batch, or the two
-    reference batches above them, at its own depth or at the two reference depths of a deeper stack (a
+    reference batches above them (the second derived where its template, the recipe's step, gives its batch
+    rules: `template_settings`), at its own depth or at the two reference depths of a deeper stack (a
     fallback compile at the cell's batch, where two references do not scale, is made when it is needed)."""
     workload: str
     preset: str
@@ -125,10 +129,32 @@ class GraphPlan:
     depths: list[dict[str, Any]]            # the overrides of the reference depths (empty: its own depth)
 
     def compiles(self) -> list["GraphCompile"]:
-        batches = [dataclasses.replace(self.settings, batch_size=b) for b in REFERENCE_BATCHES] \
-            if self.micro > REFERENCE_BATCHES[-1] else [self.settings]
+        """The cell's own step at the first reference batch and its template's at both (the template is the
+        cell's own settings where they are the template: then the two batches of its own step)."""
+        if self.micro <= REFERENCE_BATCHES[-1]:
+            return [train_step_compile(self.workload, self.preset, o, self.settings) for o in self.depths or [self.overrides]]
+        small, large = (dataclasses.replace(self.settings, batch_size=b) for b in REFERENCE_BATCHES)
+        template = template_settings(self.workload, self.preset, large)
         return [train_step_compile(self.workload, self.preset, o, s) for o in self.depths or [self.overrides]
-                for s in batches]
+                for s in dict.fromkeys([small, dataclasses.replace(template, batch_size=small.batch_size), template])]
+
+
+    def underived(self) -> list["GraphCompile"]:
+        """Once `compiles()` are cached: the steps at the second reference batch that their template could not
+        give after all (batch_template.derive_batch refused), to compile with the rest rather than one by
+        one as the cells ask for them. Not those whose graphs are not all cached (the cell compiles them)."""
+        if self.micro <= REFERENCE_BATCHES[-1]:
+            return []
+        large = dataclasses.replace(self.settings, batch_size=REFERENCE_BATCHES[1])
+        out = []
+        for o in self.depths or [self.overrides]:
+            try:
+                if template_settings(self.workload, self.preset, large) != large and \
+                        derived_reference(self.workload, self.preset, o, large, False) is None:
+                    out.append(train_step_compile(self.workload, self.preset, o, large))
+            except GraphNotCached:
+                continue
+        return out
 
 
 def graph_plan(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> GraphPlan:
@@ -146,12 +172,53 @@ def batch_graph(workload: str, preset: str, overrides: dict[str, Any], settings:
                 compile_missing: bool = True) -> OpGraph:
     """The graph at micro-batch `micro`: scaled from the reference batches when larger, else compiled."""
     if micro > REFERENCE_BATCHES[-1]:
-        small = [direct_graph(workload, preset, overrides, dataclasses.replace(settings, batch_size=b), compile_missing)
-                 for b in REFERENCE_BATCHES]
-        scaled = scale_batch(*small, micro)
+        small, large = (dataclasses.replace(settings, batch_size=b) for b in REFERENCE_BATCHES)
+        second = derived_reference(workload, preset, overrides, large, compile_missing) \
+            if template_settings(workload, preset, large) != large else None
+        scaled = scale_batch(direct_graph(workload, preset, overrides, small, compile_missing),
+                             second or direct_graph(workload, preset, overrides, large, compile_missing), micro)
         if scaled is not None:
             return scaled
     return direct_graph(workload, preset, overrides, settings, compile_missing)
+
+
+# Steps at the second reference batch derived from their template, by (cache directory, the step's key):
+# None where the template does not give it.
+_DERIVED: dict[tuple[str, str], OpGraph | None] = {}
+
+
+def derived_reference(workload: str, preset: str, overrides: Mapping[str, Any], large: Settings,
+                      compile_missing: bool = True) -> OpGraph | None:
+    """The step at the second reference batch `large` derived from the step at the first by its template's
+    batch rules (hardware/model/batch_template.py), or None where they do not give it."""
+    memo_key = (str(cache_dir(CACHE_KIND)), train_step_compile(workload, preset, overrides, large).key)
+    if memo_key not in _DERIVED:
+        template = template_settings(workload, preset, large)
+        first, *pair = [direct_graph(workload, preset, overrides, dataclasses.replace(s, batch_size=b), compile_missing)
+                        for s, b in ((large, REFERENCE_BATCHES[0]), (template, REFERENCE_BATCHES[0]),
+                                     (template, REFERENCE_BATCHES[1]))]
+        _DERIVED[memo_key] = derive_batch(first, *pair)
+    return _DERIVED[memo_key]
+
+
+# The knobs a template step takes from the workload's recipe: those that add, repeat or retype kernels
+# without changing which tensor dimensions grow with the batch (gradient accumulation repeats the
+# micro-batch's kernels and slices them from an input grad_accum times as long: batch_template.tensor_map).
+TEMPLATE_KNOBS = ("amp_level", "loss_scale", "recompute", "grad_accum")
+
+
+def template_settings(workload: str, preset: str, settings: Settings) -> Settings:
+    """The setting whose step at both reference batches gives `settings`' its batch rules: the published
+    recipe's AMP level, loss scaler, recompute and gradient accumulation for a workload at its recipe's size (a matrix of tips
+    around the recipe compiles that step anyway), `settings` itself otherwise."""
+    recipe = recipe_for(workload, preset)
+    if recipe is None:
+        return settings
+    defaults = Settings()
+    try:
+        return settings.replace(**{k: recipe.settings.get(k, getattr(defaults, k)) for k in TEMPLATE_KNOBS})
+    except ConfigError:                 # the cell's other knobs do not go with the recipe's: its own pair
+        return settings
 
 
 def graph_knobs(settings: Settings) -> dict[str, Any]:

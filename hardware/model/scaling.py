@@ -206,6 +206,6 @@ def scale_depth(g1: OpGraph, g2: OpGraph, depth: int) -> OpGraph | None:
     kept = scale_kept(g1.meta, g2.meta, d1, d2, depth, new_kinds=True)
     if None in counts.values() or state is None or kept is None:
         return None
-    meta = recount({**g2.meta, "scaled_from_depths": list(REFERENCE_DEPTHS), "state_bytes": state,
-                    "kept_activations": kept}, out)
+    meta = recount({**{k: v for k, v in g2.meta.items() if k != "kept_list"},    # its op positions are g2's
+                    "scaled_from_depths": list(REFERENCE_DEPTHS), "state_bytes": state, "kept_activations": kept}, out)
     return dataclasses.replace(g2, ops=tuple(out), meta=meta, **counts)  # type: ignore[arg-type]

@@ -84,14 +84,17 @@ class ModelTarget:
         importing MindSpore (~2 s of a ~13 s compile), and both children stay busy to the matrix's last
         graph. A cell whose graphs cannot be planned (a layout its model cannot be split by, a bad preset
         override) is left to report that itself when it runs."""
-        jobs, planned = [], 0
+        jobs, graphs, planned = [], [], 0
         for cell in cells:
             try:
                 plan = self.plan(cell)
                 if refusal_before(plan):
                     continue
-                jobs += (cell_parts(plan).planned() if plan.llm else
-                         graph_plan(cell.workload, cell.preset, cell.overrides, cell.settings).compiles())
+                if plan.llm:
+                    jobs += cell_parts(plan).planned()
+                else:
+                    graphs.append(graph_plan(cell.workload, cell.preset, cell.overrides, cell.settings))
+                    jobs += graphs[-1].compiles()
             except ConfigError:
                 continue
             planned += 1
@@ -99,6 +102,10 @@ class ModelTarget:
         if missing:
             announce(f"compiling the {len(missing)} graphs that {planned} cells read, first")
             compile_missing_graphs(missing, lambda done, total: announce(f"compiled {done} of {total} graphs"))
+        underived = missing_graphs(job for plan in graphs for job in plan.underived())
+        if underived:
+            announce(f"compiling {len(underived)} graphs whose batch rules their template does not give")
+            compile_missing_graphs(underived, lambda done, total: announce(f"compiled {done} of {total} graphs"))
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability

@@ -29,6 +29,9 @@ NOT_SUBSETS = {
     ("hardware/validation/cases.py", "STATED_KNOBS"),
     ("hardware/model/dataflow.py", "op_phase"),             # phase names that are also knob names
     ("workloads/base.py", "PLAN_KNOBS"),
+    # the graph knobs a batch-rule template takes from the recipe: a claim about MindSpore's kernel graphs
+    # that tests/hardware/test_batch_template.py checks against compiles, not an effect of the table
+    ("hardware/model/graph.py", "TEMPLATE_KNOBS"),
     # config importers: a file format's fields mapped to knobs by name, and the knobs a stated value of
     # which is never dropped (the cell's identity: layout, batch, precision, mode, sink); a policy, not semantics
     ("msbench/importers/mindcv.py", "step_knobs"),
