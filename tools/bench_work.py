@@ -1,6 +1,6 @@
 """What a cold `make bench` has to do before and after its prediction table (issue 42's time budget): the
 distinct graph compiles a matrix's device-model cells read (none compiled twice: cells whose knobs leave the
-graph unchanged share one) and the accuracy training groups (the cells that share one setting's seed runs).
+graph unchanged share one; then those whose batch rules their template does not give, once the first are cached) and the accuracy training groups (the cells that share one setting's seed runs).
 The cost of each is measured elsewhere (docs/accuracy.md); this lists what there is to pay for.
 
     python tools/bench_work.py [MATRIX] [--list]
@@ -31,6 +31,7 @@ def main() -> int:
                                     accuracy_knobs=matrix.accuracy_knobs) for name in matrix.targets}
     compiles: dict[str, list[str]] = collections.defaultdict(list)
     groups: dict[str, list[str]] = collections.defaultdict(list)
+    underived: dict[str, list[str]] = collections.defaultdict(list)
     cells = untrained = 0
     for entry in matrix.expand().entries:
         if entry.status != "ok":
@@ -39,8 +40,11 @@ def main() -> int:
         cell, target = entry.cell, targets[entry.cell.target]
         name = f"{cell.workload} {cell.label} ({cell.target})"
         if not refusal_before(target.plan(cell)):
-            for job in graph_plan(cell.workload, cell.preset, cell.overrides, cell.settings).compiles():
+            plan = graph_plan(cell.workload, cell.preset, cell.overrides, cell.settings)
+            for job in plan.compiles():
                 compiles[f"{job.key[:10]} {job.request['workload']} {job.request.get('overrides') or ''}"].append(name)
+            for job in plan.underived():
+                underived[f"{job.key[:10]} {job.request['workload']} {job.request.get('overrides') or ''}"].append(name)
         group = target.accuracy_group(Record(cell=cell, status="ok")) if matrix.accuracy else None
         if group is None:
             untrained += 1
@@ -49,8 +53,10 @@ def main() -> int:
     per_workload = collections.Counter(key.split()[1] for key in compiles)
     print(f"{cells} cells: {len(compiles)} distinct graph compiles ({', '.join(f'{w} {n}' for w, n in sorted(per_workload.items()))}); "
           f"{len(groups)} accuracy training groups, {untrained} cells train nothing")
+    print(f"then {len(underived)} compiles of steps their template's batch rules do not give (known only where the "
+          "first compiles are cached: $MSBENCH_CACHE)")
     if args.list:
-        for what, table in (("compile", compiles), ("training group", groups)):
+        for what, table in (("compile", compiles), ("compile after", underived), ("training group", groups)):
             for key, users in sorted(table.items(), key=lambda kv: kv[0].split()[1:]):
                 print(f"{what} {key}: {len(users)} cells, e.g. {users[0]}")
     return 0

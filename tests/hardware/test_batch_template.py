@@ -115,8 +115,11 @@ VARIANTS = {"resnet50": [{"amp_level": "O0", "loss_scale": "none"}, {"amp_level"
             "yolov8s": [{"amp_level": "O2"}, {"amp_level": "O3"}, {"amp_level": "O2", "loss_scale": "dynamic"},
                         {"recompute": "full"}, {"recompute": "selective"}, {"grad_accum": 4}],
             "bert-base": [{"amp_level": "O0", "loss_scale": "none"}, {"amp_level": "O3"}, {"recompute": "full"},
-                          {"recompute": "selective"}]}
+                          {"recompute": "selective"}, {"grad_accum": 4}]}
 IN_MAKE_TEST = {("resnet50", 0), ("yolov8s", 0)}
+# Refused, and compiled instead: at batch 2 BERT-base's two NSP gradient MatMuls (2 classes) have one shape and
+# grow differently, and MindSpore names them after the embeddings at O0 and after the NSP head at O2.
+REFUSED = {("bert-base", "amp_level=O0,loss_scale=none"), ("bert-base", "grad_accum=4")}
 
 
 def variant_cases():
@@ -147,6 +150,9 @@ def test_derived_full_size_steps_equal_compiled_ones(workload, variant):
               for s in (settings, template) for b in REFERENCE_BATCHES}
     derived = derive_batch(graphs[False, B1], graphs[True, B1], graphs[True, B2])
     compiled = graphs[False, B2]
+    if (workload, ",".join(f"{k}={v}" for k, v in variant.items())) in REFUSED:
+        assert derived is None
+        return
     assert derived is not None
     assert derived.ops == compiled.ops
     assert derived.activation_bytes == compiled.activation_bytes
