@@ -139,22 +139,53 @@ class GraphPlan:
                 for s in dict.fromkeys([small, dataclasses.replace(template, batch_size=small.batch_size), template])]
 
 
-    def underived(self) -> list["GraphCompile"]:
-        """Once `compiles()` are cached: the steps at the second reference batch that their template could not
-        give after all (batch_template.derive_batch refused), to compile with the rest rather than one by
-        one as the cells ask for them. Not those whose graphs are not all cached (the cell compiles them)."""
+    def second_references(self) -> list[tuple[dict[str, Any], Settings]]:
+        """The (overrides, settings) of each step at the second reference batch that is derived from its
+        template rather than compiled (none where the cell's settings are their own template)."""
         if self.micro <= REFERENCE_BATCHES[-1]:
             return []
         large = dataclasses.replace(self.settings, batch_size=REFERENCE_BATCHES[1])
+        if template_settings(self.workload, self.preset, large) == large:
+            return []
+        return [(o, large) for o in self.depths or [self.overrides]]
+
+    def underived(self) -> list["GraphCompile"]:
+        """Once `compiles()` are cached: the steps at the second reference batch that their template could not
+        give after all (batch_template.derive_batch refused). Not those whose graphs are not all cached."""
         out = []
-        for o in self.depths or [self.overrides]:
+        for overrides, large in self.second_references():
+            with contextlib.suppress(GraphNotCached):
+                if (job := underived_compile(self.workload, self.preset, overrides, large)) is not None:
+                    out.append(job)
+        return out
+
+
+def underived_compile(workload: str, preset: str, overrides: dict[str, Any], large: Settings) -> "GraphCompile | None":
+    """The compile of the step at the second reference batch `large` where its template does not give it,
+    else None; GraphNotCached while the graphs that decide it are not all cached."""
+    if derived_reference(workload, preset, overrides, large, compile_missing=False) is None:
+        return train_step_compile(workload, preset, overrides, large)
+    return None
+
+
+def underived_follow_up(plans: Sequence[GraphPlan]) -> Callable[[], list["GraphCompile"]]:
+    """For `compile_missing_graphs`: each call, the compiles of the steps at the second reference batch that
+    their template does not give, among those whose deciding graphs are cached by now (each decided once)."""
+    pending = {train_step_compile(p.workload, p.preset, o, large).key: (p.workload, p.preset, o, large)
+               for p in plans for o, large in p.second_references()}
+
+    def found() -> list[GraphCompile]:
+        out = []
+        for key, unit in list(pending.items()):
             try:
-                if template_settings(self.workload, self.preset, large) != large and \
-                        derived_reference(self.workload, self.preset, o, large, False) is None:
-                    out.append(train_step_compile(self.workload, self.preset, o, large))
+                job = underived_compile(*unit)
             except GraphNotCached:
                 continue
+            del pending[key]
+            if job is not None:
+                out.append(job)
         return out
+    return found
 
 
 def graph_plan(workload: str, preset: str, overrides: Mapping[str, Any] | None, settings: Settings) -> GraphPlan:
@@ -274,18 +305,23 @@ def compiled_graph(job: GraphCompile) -> OpGraph:
     return OpGraph.from_dict(data)
 
 
-def compile_missing_graphs(jobs: Iterable[GraphCompile], report: Callable[[int, int], None] | None = None) -> None:
+def compile_missing_graphs(jobs: Iterable[GraphCompile], report: Callable[[int, int], None] | None = None,
+                           follow_up: Callable[[], list[GraphCompile]] | None = None) -> None:
     """Compile the jobs not yet cached in COMPILE_CHILDREN extraction children at a time, a chunk of
     jobs per child one after another (MindSpore imported once per child, ~3 s, not once per graph), and
     cache them. Chunks are taken from one queue as children finish, largest first, so a matrix's plan of
     many graphs keeps both children busy to its end, and a chunk's graphs are cached as soon as its child
     answers. A chunk's locks are taken in key order, so runs and cells compiling overlapping sets wait
     for each other and never deadlock. A job that failed is left uncached: `compiled_graph` compiles it
-    alone and reports its error. `report(done, total)` is called as each chunk ends (a run's progress lines)."""
+    alone and reports its error. `report(done, total)` is called as each chunk ends (a run's progress lines).
+    `follow_up()`, asked as chunks end, names compiles that turn out to be needed once others are cached (the
+    steps a template does not give): they join the queue, so both children stay busy with them too."""
     missing = missing_graphs(jobs)
+    if len(missing) < 2 and follow_up is not None:
+        missing = missing_graphs([*missing, *follow_up()])
     if len(missing) < 2:
         return
-    queue = ChunkQueue(missing, COMPILE_CHILDREN, report)
+    queue = ChunkQueue(missing, COMPILE_CHILDREN, report, follow_up)
     compile_concurrently([queue.drain] * min(COMPILE_CHILDREN, len(missing)))
 
 
@@ -300,26 +336,48 @@ def missing_graphs(jobs: Iterable[GraphCompile]) -> list[GraphCompile]:
 class ChunkQueue:
     """Guided self-scheduling (Polychronopoulos & Kuck, 1987): each chunk is a share of what is left,
     ceil(left / 2·children), but never fewer than MIN_CHUNK jobs (nor more than a child's even share),
-    so that few children are started and the last ones are short."""
+    so that few children are started and the last ones are short. With `follow_up`, jobs found as chunks
+    end join the queue, and a child that finds it empty waits while another may still add some."""
 
-    def __init__(self, jobs: list[GraphCompile], children: int, report: Callable[[int, int], None] | None = None) -> None:
-        self.jobs, self.children, self.lock = list(jobs), children, threading.Lock()
-        self.total, self.done, self.report = len(self.jobs), 0, report
+    def __init__(self, jobs: list[GraphCompile], children: int, report: Callable[[int, int], None] | None = None,
+                 follow_up: Callable[[], list[GraphCompile]] | None = None) -> None:
+        self.jobs, self.children, self.lock = list(jobs), children, threading.Condition()
+        self.total, self.done, self.report, self.follow_up = len(self.jobs), 0, report, follow_up
+        self.running, self.queued = 0, {job.key for job in self.jobs}
+
+    def refill(self) -> None:
+        """Add the follow-up jobs not queued yet (called holding the lock)."""
+        for job in missing_graphs(self.follow_up() if self.follow_up else []):
+            if job.key not in self.queued:
+                self.queued.add(job.key)
+                self.jobs.append(job)
+                self.total += 1
 
     def take(self) -> list[GraphCompile]:
         with self.lock:
+            while not self.jobs:
+                self.refill()
+                if self.jobs or not self.running:
+                    break
+                self.lock.wait()
             left = len(self.jobs)
             size = max(-(-left // (2 * self.children)), min(MIN_CHUNK, -(-left // self.children)))
             chunk, self.jobs = self.jobs[:size], self.jobs[size:]
+            self.running += bool(chunk)
             return chunk
 
     def drain(self) -> None:
         while chunk := self.take():
-            compile_chunk(chunk)
-            with self.lock:
-                self.done += len(chunk)
-                if self.report:
-                    self.report(self.done, self.total)
+            try:
+                compile_chunk(chunk)
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    self.done += len(chunk)
+                    if self.report:
+                        self.report(self.done, self.total)
+                    self.refill()
+                    self.lock.notify_all()
 
 
 def compile_chunk(chunk: list[GraphCompile]) -> None:

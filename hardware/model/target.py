@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 
 from hardware.mindspore.accuracy import ACCURACY_SEEDS, accuracy_key, not_run_reason, seed_cells, training_cost
 from hardware.mindspore.backend import host_cpus
-from hardware.model.graph import compile_missing_graphs, graph_plan, mindspore_version, missing_graphs, workload_sources
+from hardware.model.graph import (compile_missing_graphs, graph_plan, mindspore_version, missing_graphs,
+                                  underived_follow_up, workload_sources)
 from hardware.model.llm.predict import cell_parts
 from hardware.model.outcome import predict_plan, refusal_before
 from hardware.model.plan import CellPlan, resolve
@@ -100,12 +101,10 @@ class ModelTarget:
             planned += 1
         missing = missing_graphs(jobs)
         if missing:
-            announce(f"compiling the {len(missing)} graphs that {planned} cells read, first")
-            compile_missing_graphs(missing, lambda done, total: announce(f"compiled {done} of {total} graphs"))
-        underived = missing_graphs(job for plan in graphs for job in plan.underived())
-        if underived:
-            announce(f"compiling {len(underived)} graphs whose batch rules their template does not give")
-            compile_missing_graphs(underived, lambda done, total: announce(f"compiled {done} of {total} graphs"))
+            announce(f"compiling the {len(missing)} graphs that {planned} cells read, first (and any whose batch "
+                     "rules their template does not give, as they are found)")
+            compile_missing_graphs(missing, lambda done, total: announce(f"compiled {done} of {total} graphs"),
+                                   follow_up=underived_follow_up(graphs))
 
     def fingerprint(self, cell: Cell) -> str:
         """What determines this target's numbers for the cell: the device model's sources, the capability
@@ -161,3 +160,4 @@ class ModelTarget:
         takes 1/`lanes` of the host's CPUs: the phase runs `lanes` trainings at once)."""
         add_accuracy(record, self.accuracy_seeds, self.accuracy_knobs, threads=None if lanes <= 1 else
                      max(1, host_cpus() // lanes))
+

@@ -288,6 +288,40 @@ def test_compile_children_are_bounded_across_cells(monkeypatch):
     assert peak[0] == graph_mod.COMPILE_CHILDREN
 
 
+def test_follow_up_compiles_join_the_queue_and_keep_both_children_busy(monkeypatch):
+    """Compiles found only once others are cached (a step its template does not give) join the queue as
+    chunks end; a child that finds the queue empty waits while the other may still add some, so the late
+    jobs are shared, not left to one child; each job is compiled once."""
+    import threading
+    import time
+
+    compiled, threads, guard = [], set(), threading.Lock()
+
+    def fake_chunk(chunk):
+        time.sleep(0.02 * len(chunk))
+        with guard:
+            compiled.extend(job.key for job in chunk)
+            threads.add((threading.get_ident(), tuple(job.key for job in chunk)))
+
+    job = lambda k: graph_mod.GraphCompile(k, {}, Settings())
+    late = [job(f"late{i}") for i in range(6)]
+
+    def follow_up():
+        with guard:
+            ready = "first0" in compiled
+        return late if ready else []
+
+    monkeypatch.setattr(graph_mod, "compile_chunk", fake_chunk)
+    monkeypatch.setattr(graph_mod, "cache_has", lambda kind, key: False)
+    said = []
+    graph_mod.compile_missing_graphs([job(f"first{i}") for i in range(8)], lambda d, t: said.append((d, t)),
+                                     follow_up=follow_up)
+    assert sorted(compiled) == sorted([f"first{i}" for i in range(8)] + [f"late{i}" for i in range(6)])
+    assert said[-1] == (14, 14)
+    late_takers = {ident for ident, keys in threads if any(k.startswith("late") for k in keys)}
+    assert len(late_takers) == graph_mod.COMPILE_CHILDREN
+
+
 @pytest.mark.slow
 def test_prepare_compiles_every_graph_the_cells_read_so_they_start_no_compile(tmp_path, monkeypatch, forbid_compiles):
     """The device model's `prepare` plans each cell's compiles (the two reference batches of a batch above
