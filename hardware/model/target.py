@@ -101,8 +101,9 @@ class ModelTarget:
             planned += 1
         missing = missing_graphs(jobs)
         if missing:
-            announce(f"compiling the {len(missing)} graphs that {planned} cells read, first (and any whose batch "
-                     "rules their template does not give, as they are found)")
+            derived = any(plan.second_references() for plan in graphs)
+            announce(f"compiling the {len(missing)} graphs that {planned} cells read, first"
+                     + (" (and any whose batch rules their template does not give, as they are found)" if derived else ""))
             compile_missing_graphs(missing, lambda done, total: announce(f"compiled {done} of {total} graphs"),
                                    follow_up=underived_follow_up(graphs))
 
