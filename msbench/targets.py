@@ -26,6 +26,8 @@ MINDSPORE_DEVICES = ("cpu", "ascend", "gpu")
 class Target(Protocol):
     """Runs a cell and returns its Record. `isolate` targets run each cell in a fresh subprocess.
     Optional `parallel_cells`: how many cells may run at once when `--jobs` is not given (default 1).
+    Optional `python_bound`: True when an inline cell's work is Python that keeps a core busy (the device
+    model), so a local run runs its cells in forked processes, not threads (msbench/executors/forked.py).
     Optional `prepare(cells, announce)`: work the cells share, done once before any of them runs, on the
     machine they run on (`announce(line)` tells the user what is being done)."""
 

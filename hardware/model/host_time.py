@@ -194,8 +194,9 @@ def handover_seconds(samples: int, settings: Settings, profile: HardwareProfile,
 
 
 def host_time(kernels: Sequence[Kernel], settings: Settings, profile: HardwareProfile, host: HostCostLike,
-              samples_per_step: int, epoch_steps: int, graph_ops: int = 0) -> HostTime:
-    device = sum(k.time_s for k in kernels)
+              samples_per_step: int, epoch_steps: int, graph_ops: int = 0, device_s: float | None = None) -> HostTime:
+    """`device_s`: the kernels' summed time, when the caller has it (predict.KernelSums)."""
+    device = sum(k.time_s for k in kernels) if device_s is None else device_s
     path = kernel_path_seconds(kernels, settings, profile)
     roundtrip = (profile.launch.step_us * 1e-6 / steps_per_round(settings, epoch_steps)
                  + handover_seconds(samples_per_step, settings, profile, host) + nonsink_loop_seconds(settings, profile))

@@ -92,11 +92,34 @@ def canonical(value: Any) -> Any:
     raise TypeError(f"cannot canonicalise {type(value).__name__}")
 
 
-def phase_seconds(ks: list[Kernel]) -> dict[str, float]:
+def phase_seconds(ks: Sequence[Kernel]) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
     for k in ks:
         out[k.phase] += k.time_s
     return {p: out.get(p, 0.0) for p in PHASES}
+
+
+@dataclass(frozen=True)
+class KernelSums:
+    """What a prediction sums over its step's kernels. They depend on the kernels alone, and a cell's estimate
+    ends predict the same kernel list again and again (every host-side end): summed once per list, they cost
+    a tenth of the ends' time; summed in the same order either way, so the figures are the same to the bit."""
+
+    device_s: float
+    phases: dict[str, float]
+    compute_bound_s: float
+    memory_bound_s: float
+    model_flops: int
+    flops: int
+    bytes: int
+
+    @classmethod
+    def of(cls, ks: Sequence[Kernel]) -> "KernelSums":
+        return cls(device_s=sum(k.time_s for k in ks), phases=phase_seconds(ks),
+                   compute_bound_s=sum((k.time_s for k in ks if not k.memory_bound), 0.0),
+                   memory_bound_s=sum((k.time_s for k in ks if k.memory_bound), 0.0),
+                   model_flops=sum(op.flops for k in ks for op in k.ops if op.phase in ("forward", "backward")),
+                   flops=sum(k.flops for k in ks), bytes=sum(k.bytes for k in ks))
 
 
 def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
@@ -111,15 +134,17 @@ def peak_tflops(ks: list[Kernel], profile: HardwareProfile) -> float:
 
 
 def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: HostCostLike,
-            device_kernels: Sequence[Kernel] | None = None) -> Prediction:
+            device_kernels: Sequence[Kernel] | None = None, sums: KernelSums | None = None) -> Prediction:
     """`device_kernels`: `kernels(lower(graph, settings, profile).ops, profile)` when the caller has them
-    already (a cell is predicted again at each estimate's range ends, and most ends leave the kernels as
-    they are: estimate_ends.py); lowering and costing the kernels is most of a prediction's time."""
+    already, and `sums` their KernelSums (a cell is predicted again at each estimate's range ends, and most
+    ends leave the kernels as they are: estimate_ends.py); lowering and costing the kernels is most of a
+    prediction's time."""
     ks = list(device_kernels) if device_kernels is not None else kernels(lower(graph, settings, profile).ops, profile)
+    sums = sums or KernelSums.of(ks)
     samples = graph.batch_size * graph.grad_accum                 # per device per optimizer step
     epoch_steps = int(graph.meta.get("steps_per_epoch", 0))
-    ht = host_time(ks, settings, profile, host, samples, epoch_steps, len(graph.ops))
-    phases = phase_seconds(ks)
+    ht = host_time(ks, settings, profile, host, samples, epoch_steps, len(graph.ops), device_s=sums.device_s)
+    phases = sums.phases
     comm = gradient_allreduce(graph.param_bytes, settings.devices, phases["backward"] + phases["recompute"], profile)
 
     serial = ht.kernel_path_s + ht.roundtrip_s + ht.transfer_s + comm.exposed_s + ht.recompile_s
@@ -128,14 +153,13 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
     breakdown = {**phases, "dispatch": ht.dispatch_s, "roundtrip": ht.roundtrip_s, "transfer": ht.transfer_s,
                  "comm": comm.exposed_s, "data": data_exposed, **({"recompile": ht.recompile_s} if ht.recompile_s else {})}
 
-    compute_bound = sum((k.time_s for k in ks if not k.memory_bound), 0.0)
-    memory_bound = sum((k.time_s for k in ks if k.memory_bound), 0.0)
+    compute_bound, memory_bound = sums.compute_bound_s, sums.memory_bound_s
     shares = {"compute": compute_bound, "memory": memory_bound,
               "host": ht.dispatch_s + ht.roundtrip_s + ht.transfer_s + ht.recompile_s, "data": data_exposed, "comm": comm.exposed_s}
     pipeline_limits = ht.data_overlapped and ht.data_s >= serial      # the device waits for batches
     bound = "data" if pipeline_limits else max(BOUNDS, key=lambda b: shares[b])
 
-    model_flops = sum(op.flops for k in ks for op in k.ops if op.phase in ("forward", "backward"))
+    model_flops = sums.model_flops
     mem = estimate_memory(graph, settings, profile, host.bytes_per_sample)
     per_device = samples / step if step > 0 else 0.0
     return Prediction(
@@ -143,8 +167,8 @@ def predict(graph: OpGraph, settings: Settings, profile: HardwareProfile, host: 
         peak_memory_bytes=mem.peak, memory_capacity_bytes=mem.capacity, oom=mem.oom, bound=bound,
         breakdown=breakdown, mfu=model_flops / (step * peak_tflops(ks, profile) * 1e12) if step > 0 else 0.0,
         memory=mem.to_dict(),
-        detail={"kernels": len(ks), "ops": len(graph.ops), "flops": sum(k.flops for k in ks),
-                "model_flops": model_flops, "bytes": sum(k.bytes for k in ks), "device_s": ht.device_s,
+        detail={"kernels": len(ks), "ops": len(graph.ops), "flops": sums.flops,
+                "model_flops": model_flops, "bytes": sums.bytes, "device_s": ht.device_s,
                 "compute_bound_s": compute_bound, "memory_bound_s": memory_bound, "data_total_s": ht.data_s,
                 "comm_total_s": comm.total_s, "comm_buckets": comm.buckets, "samples_per_step": samples,
                 "profile": profile.name, "profile_hash": profile.digest,

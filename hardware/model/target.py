@@ -43,6 +43,9 @@ class ModelTarget:
     # host-cost probe, tiny-preset training) that overlap on two cores: two such children at once took
     # 37.7 s against 47.9 s one after the other here. More would oversubscribe their OpenMP threads.
     parallel_cells = min(2, os.cpu_count() or 1)
+    # A warm prediction is Python, not a wait: `parallel_cells` of them run in forked processes (threads took
+    # as long as one: the nightly's 108 predictions, about 45 s either way on two cores).
+    python_bound = True
     # Accuracy trainings at once, one op thread each (msbench/accuracy_phase.py): a training's Python data
     # pipeline and evaluation leave a second op thread of the same child idle much of the time.
     accuracy_lanes = min(2, os.cpu_count() or 1)

@@ -32,6 +32,13 @@ class CellJob:
         return run_cell(entry.cell, options=self.options, timeout=self.timeout, plugins=self.plugins,
                         wait_quiet_s=self.wait_quiet_s)
 
+    def python_bound(self, entries: Sequence[Entry]) -> bool:
+        """Whether every target of the entries runs its cells as Python in this process that keeps a core busy
+        (the optional `Target.python_bound`): threads would not run two such cells at once."""
+        names = {entry.cell.target for entry in entries if entry.status != "invalid"}
+        return bool(names) and all(getattr(resolve_target(name, self.plugins, **self.options), "python_bound", False)
+                                   for name in names)
+
     def prepare(self, entries: Sequence[Entry], announce: Callable[[str], None]) -> None:
         """Each target's work that its cells share, done once before any runs (the optional
         `Target.prepare`: the device model compiles a matrix's LLM parts)."""
@@ -47,6 +54,13 @@ class CellJob:
 
 class Executor(Protocol):
     name: str
+
+    def python_bound(self, entries: Sequence[Entry]) -> bool:
+        """Whether every target of the entries runs its cells as Python in this process that keeps a core busy
+        (the optional `Target.python_bound`): threads would not run two such cells at once."""
+        names = {entry.cell.target for entry in entries if entry.status != "invalid"}
+        return bool(names) and all(getattr(resolve_target(name, self.plugins, **self.options), "python_bound", False)
+                                   for name in names)
 
     def prepare(self, entries: Sequence[Entry], job: CellJob, announce: Callable[[str], None]) -> None:
         """Before `run`: `job.prepare` where the cells will run, or nothing where that is not here."""

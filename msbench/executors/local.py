@@ -6,13 +6,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Sequence
 
 from msbench.child import kill_live_children
+from msbench.executors.forked import CAN_FORK, run_forked
 from msbench.executors.job import CellJob, Done
 from msbench.matrix import Entry
 
 
 class LocalExecutor:
-    """Threads around the runner: an isolated cell's thread waits on its child process, an inline
-    cell (the device model) waits on its compile and training children."""
+    """Threads around the runner: an isolated cell's thread waits on its child process. Cells whose work is
+    Python in this process (the device model's predictions) run in forked processes instead, where the
+    platform can fork: threads would take turns on the interpreter lock."""
 
     name = "local"
 
@@ -30,6 +32,9 @@ class LocalExecutor:
         if self.jobs <= 1:
             for entry in entries:
                 done(entry, job(entry))
+            return
+        if CAN_FORK and job.python_bound(entries):
+            run_forked(entries, job, done, self.jobs)
             return
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         try:

@@ -55,6 +55,18 @@ class SlowInlineTarget(InlineTarget):
         super().__init__("0.4", accuracy, accuracy_seeds)
 
 
+class PythonBoundTarget(InlineTarget):
+    """Inline and CPU-bound like the device model (`python_bound`): a local run forks for its cells. Each record
+    says which process made it; seed 2 (CRASH) kills that process."""
+
+    python_bound = True
+
+    def run(self, cell: Cell) -> Record:
+        record = super().run(cell)
+        record.metrics.extra["pid"] = os.getpid()
+        return record
+
+
 class SlowScriptedTarget(ScriptedTarget):
     """Isolated, 5 s a cell: a worker is alive whenever the run is interrupted. (At 2 s a cell, under the CI
     suite's load, the first worker was seen late enough that a SIGINT reached a run that then ended 0.)"""
