@@ -9,8 +9,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
-from hardware.model.ascend_ops import (C0, CONV_FAMILY, CONV_WEIGHT_READERS, LAYOUT_FREE, LAYOUTS, MATRIX_FAMILY, WEIGHT_GRADS,
-                                      channels_of, make_op, padded)
+from hardware.model.ascend_ops import (C0, CONV_FAMILY, CONV_WEIGHT_READERS, LAYOUT_FREE, LAYOUTS, MATRIX_FAMILY,
+                                      ND_ONLY_UPDATES, WEIGHT_GRADS, channels_of, make_op, padded)
 from hardware.model.opgraph import Op, TensorSpec
 
 
@@ -58,7 +58,10 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
     as are their gradients). A kernel reads the latest tensor of its shape, and a converted copy serves
     every later reader until that shape is written again. The optimizer is the exception: it reads the
     gradients backward wrote long before, many of one shape (48 of BERT-base's are 768x768), so each
-    gradient written in a layout the update cannot read is converted once (`Gradients`)."""
+    gradient written in a layout the update cannot read is converted once (`Gradients`). Under an update
+    that reads ND only (ND_ONLY_UPDATES: Adam) a conv weight is kept in ND: each forward convolution converts
+    its own weight, and each update its FRACTAL_Z gradient (the update's last input)."""
+    nd_weights = any(op.phase == "optimizer" and op.type in ND_ONLY_UPDATES for op in ops)
     written: dict[tuple[int, ...], str] = {}
     converted: set[tuple[tuple[int, ...], str]] = set()
     grads = Gradients()
@@ -73,8 +76,15 @@ def add_layouts(ops: Sequence[Op]) -> list[Op]:
                 own = "ND"                       # a plain copy exists already: run plain
         for k, t in enumerate(op.inputs):
             key = layout_key(t)
-            if not needs_layout(t) or (k == 1 and op.type in CONV_WEIGHT_READERS):
+            if k == 1 and op.type in CONV_WEIGHT_READERS:
+                if nd_weights and op.phase == "forward":
+                    out.append(trans_data(t, op))    # the weight, kept in ND for its update
                 continue                         # conv weights are stored in FRACTAL_Z
+            if not needs_layout(t):
+                continue
+            if op.type in ND_ONLY_UPDATES and k == len(op.inputs) - 1 and written.get(key) == "WEIGHT":
+                out.append(trans_data(t, op))        # a conv weight's gradient, from FRACTAL_Z to ND
+                continue
             if layout_class(op) == "ANY" and t.elements < size:
                 continue                         # a broadcast operand is read as it is
             have = written.get(key, "ND")

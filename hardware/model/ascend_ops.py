@@ -28,6 +28,13 @@ LAYOUT_FREE = frozenset({"Add", "AddN", "Sub", "Mul", "Div", "RealDiv", "Cast", 
 CONV_WEIGHT_READERS = frozenset({"Conv2D", "Conv2DBackpropInput", "DepthwiseConv2dNative"})
 LAYOUTS = ("ND", "5HD", "NZ")
 WEIGHT_GRADS = frozenset({"Conv2DBackpropFilter"})   # write in the weights' FRACTAL_Z
+# Updates that read and write a parameter in ND only: a conv weight kept for them in ND is converted to
+# FRACTAL_Z for its forward convolution, and its gradient back to ND for the update, each step. The public
+# per-op tables: the Ascend 910 migration sample with nn.Adam (docs r1.8, hardware/calibration/data/
+# docs18_resnet50_ops.csv) runs 111 TransData kernels at O0 and 118 at O3 for ResNet-50's 53 convolutions and
+# one Dense, where An et al.'s ResNet-50 with Momentum (FusedMulApplyMomentum updates FRACTAL_Z in place)
+# runs 9 (hardware/calibration/ascend_kernel_counts.toml).
+ND_ONLY_UPDATES = frozenset({"Adam"})
 ACTIVATIONS = frozenset({"GeLU", "FastGeLU", "Tanh", "ReLU"})
 ACTIVATION_GRADS = frozenset({"GeLUGrad", "FastGeLUGrad"})
 

@@ -12,6 +12,8 @@ becomes a `failed` record saying so; the driver runs the rest of its share itsel
 from __future__ import annotations
 
 import multiprocessing
+import os
+import sys
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Sequence
 
@@ -37,17 +39,22 @@ def shares(entries: Sequence[Entry], jobs: int) -> list[list[int]]:
 
 
 def serve(job: Callable[[Entry], Record], entries: Sequence[Entry], share: list[int], conn: Connection) -> None:
-    """The child: each entry of its share, its record sent as soon as it is made; None when all are sent."""
+    """The child: each entry of its share, its record sent as soon as it is made; None when all are sent. It
+    ends with os._exit: the standard streams' buffers it inherited are the driver's to write, and a lock a
+    driver thread held at the fork would never be released here."""
     for i in share:
         conn.send((i, job(entries[i]).to_dict()))
     conn.send(None)
     conn.close()
+    os._exit(0)
 
 
 def run_forked(entries: Sequence[Entry], job: Callable[[Entry], Record], done: Done, jobs: int) -> None:
     """Every entry run by `job` in forked children, `done(entry, record)` called here as each arrives."""
     context = multiprocessing.get_context("fork")
     children: dict[Connection, tuple[multiprocessing.process.BaseProcess, list[int]]] = {}
+    sys.stdout.flush()
+    sys.stderr.flush()
     try:
         for share in shares(entries, jobs):
             ours, theirs = context.Pipe(duplex=False)
@@ -73,6 +80,7 @@ def run_forked(entries: Sequence[Entry], job: Callable[[Entry], Record], done: D
                 if message is None:
                     del children[conn]                # type: ignore[arg-type]
                     conn.close()                      # type: ignore[union-attr]
+                    child.join()
                     continue
                 i, data = message
                 left.remove(i)
