@@ -12,6 +12,8 @@ from msbench.outputs import check_file, write_atomic
 from msbench.report.build import Options, build_report
 from msbench.report.load import load_inputs
 from msbench.report.render import html_page, markdown
+from msbench.report.reuse import pages, report_key
+from msbench.report.section import Section
 
 DEFAULT_DIR = Path("results/reports")
 TITLE = "msbench report"
@@ -30,15 +32,22 @@ def write_report(inputs: list[str], html_path: str | None, md_path: str | None, 
         if path is not None:
             check_file(option, path)           # before the records are read: '' or a directory is refused
     loaded = load_inputs(inputs)
-    sections = build_report(loaded, dataclasses.replace(options, plots=bool(html_path)))
-    preamble = [f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
-                f"{len(loaded.runs.records)} record(s) and {len(loaded.asv_dirs)} asv results directory(ies)."]
-    written = []
-    for path, text in ((html_path, lambda: html_page(TITLE, sections, preamble)),
-                       (md_path, lambda: markdown(TITLE, sections, preamble))):
-        if path is not None:
-            written.append(write_atomic(path, text()))
-    return written
+    options = dataclasses.replace(options, plots=bool(html_path))
+    paths = {fmt: path for fmt, path in (("html", html_path), ("md", md_path)) if path is not None}
+    preamble = (f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} from "
+                f"{len(loaded.runs.records)} record(s) and {len(loaded.asv_dirs)} asv results directory(ies).")
+    built: list[Section] = []
+
+    def sections() -> list[Section]:           # built once, and only when a page is rendered
+        if not built:
+            built.extend(build_report(loaded, options))
+        return built
+
+    renderers = {"html": lambda lines: html_page(TITLE, sections(), lines),
+                 "md": lambda lines: markdown(TITLE, sections(), lines)}
+    texts = pages(report_key(loaded, dataclasses.asdict(options), list(paths)),
+                  {fmt: renderers[fmt] for fmt in paths}, preamble)
+    return [write_atomic(path, texts[fmt]) for fmt, path in paths.items()]
 
 
 def report_command(args: argparse.Namespace) -> int:
