@@ -26,7 +26,7 @@ from msbench.conventions import data_format_of, graph_jit_level
 from msbench.errors import ConfigError
 from msbench.resources import suite_path
 from msbench.settings import Settings, make_settings
-from workloads.registry import WORKLOADS, get_workload
+from workloads.registry import WORKLOADS, ZOOS, get_workload, zoo_of
 from hardware.model.profile import profile_names
 
 PUBLISHED = suite_path("hardware/validation/published.toml")
@@ -213,8 +213,9 @@ def with_conventions(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def check_preset(case: PublishedCase, where: str) -> None:
-    if case.workload not in WORKLOADS:
-        raise ConfigError("workload", case.workload, ", ".join(WORKLOADS), where)
+    if case.workload not in WORKLOADS and zoo_of(case.workload) is None:
+        raise ConfigError("workload", case.workload, ", ".join(WORKLOADS) + ", or <zoo>:<model> (" + ", ".join(ZOOS) + ")",
+                          where)
     try:
         get_workload(case.workload).preset(case.preset, dict(case.overrides))
     except ConfigError as err:

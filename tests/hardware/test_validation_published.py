@@ -117,6 +117,31 @@ def test_loader_refuses_what_a_reader_relies_on(tmp_path, text, field):
     assert err.value.field == field
 
 
+def test_a_case_may_name_a_zoo_network_and_nothing_else_outside_the_builtins(tmp_path):
+    """mindcv's README rows are predicted through the zoo adapter (`mindcv:<model>`)."""
+    path = tmp_path / "published.toml"
+    path.write_text(case_text("a", GOOD).replace('workload = "resnet50"', 'workload = "mindcv:densenet121"'))
+    assert load_catalogue(path).cases[0].workload == "mindcv:densenet121"
+    path.write_text(case_text("a", GOOD).replace('workload = "resnet50"', 'workload = "resnet18"'))
+    with pytest.raises(ConfigError) as err:
+        load_catalogue(path)
+    assert err.value.field == "workload" and "<zoo>:<model> (mindcv, mindyolo)" in str(err.value)
+
+
+def test_the_mindcv_readme_rows_of_both_chips_are_chip_pairs_of_one_recipe():
+    """Every network whose mindcv README (2.3.1) has a 910 and a 910* row with a recipe msbench can express is a pair."""
+    rows = [c for c in CATALOGUE.cases if c.repo == "mindspore-lab/mindcv" and c.mindspore == "2.3.1" and c.expressible]
+    pairs = {(p.a, p.b) for p in CATALOGUE.pairs if p.differs == "profile"}
+    by_path: dict[str, list] = {}
+    for case in rows:
+        by_path.setdefault((case.path, case.workload), []).append(case)
+    assert len(by_path) >= 30
+    for (path, workload), cases in by_path.items():
+        a, b = sorted(cases, key=lambda c: c.profile)
+        assert (a.profile, b.profile) == ("ascend910a", "ascend910b") and (a.id, b.id) in pairs, path
+        assert a.knobs == b.knobs and a.overrides == b.overrides and a.split == b.split == split_of(a.source)
+
+
 def test_a_pair_that_differs_in_one_knob_loads(tmp_path):
     path = tmp_path / "published.toml"
     path.write_text(case_text("a", GOOD, PAIR_SOURCE) + case_text("b", '{ mode = "graph", batch_size = 32, devices = 1 }', PAIR_SOURCE)
