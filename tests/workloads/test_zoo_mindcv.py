@@ -118,3 +118,20 @@ def test_a_network_that_reads_a_parameter_while_built_is_extracted(private_cache
     result = predict_cell(Cell(workload="mindcv:convnext_tiny", settings=make_settings({"mode": "graph"})), "ascend910b")
     assert result.prediction.step_time_s > 0 and result.graph.param_count > 1_000_000
     assert any(op.type == "LayerNorm" or "LayerNorm" in op.type for op in result.graph.ops)
+
+
+def test_auxiliary_logits_add_their_weighted_loss_as_mindcv_trains_them(graph_mode):
+    """Inception V3 returns (logits, aux logits) while training and the step spreads them into the loss: the
+    loss is the main logits' plus AUX_FACTOR times the auxiliary's; one logits tensor passes through."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import nn
+
+    base = nn.CrossEntropyLoss(label_smoothing=0.1)
+    loss = adapter.with_aux_logits(base)
+    rng = np.random.default_rng(0)
+    main, aux = (ms.Tensor(rng.normal(size=(4, 10)).astype(np.float32)) for _ in range(2))
+    labels = ms.Tensor(np.array([1, 2, 3, 4], dtype=np.int32))
+    assert loss(main, labels).asnumpy() == pytest.approx(base(main, labels).asnumpy(), rel=1e-6)
+    expected = base(main, labels).asnumpy() + adapter.AUX_FACTOR * base(aux, labels).asnumpy()
+    assert loss(main, aux, labels).asnumpy() == pytest.approx(expected, rel=1e-6)

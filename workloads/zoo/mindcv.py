@@ -2,7 +2,8 @@
 
 The network is mindcv's own (`mindcv.create_model`), untouched: the point of a peer network is that
 msbench's extraction, lowering and memory model were not written with it in mind. Data, augmentations,
-loss and schedule are resnet50's (its generated ImageNet-like JPEGs through its pipeline), so a mindcv
+loss and schedule are resnet50's (its generated ImageNet-like JPEGs through its pipeline; the loss also takes the
+auxiliary logits some networks return while training, as mindcv's does), so a mindcv
 cell and a resnet50 cell differ only in the network, and the host cost of a mindcv cell is resnet50's
 calibrated pipeline at the same image size (`calibrated_pipeline`).
 """
@@ -158,7 +159,7 @@ class MindCVWorkload(Workload):
         return mindcv.create_model(self.model, num_classes=preset.num_classes, pretrained=False)
 
     def build_loss(self, preset: MindCVPreset) -> "nn.Cell":  # type: ignore[override]
-        return resnet50().build_loss(self.data_preset(preset))
+        return with_aux_logits(resnet50().build_loss(self.data_preset(preset)))
 
     def columns(self, preset: Preset) -> tuple[list[str], list[str]]:
         return ["image"], ["label"]
@@ -176,6 +177,31 @@ class MindCVWorkload(Workload):
 
     def chance(self, preset: MindCVPreset) -> float:  # type: ignore[override]
         return chance_top1(preset.num_classes)
+
+
+# The weight of each auxiliary head's loss, for networks that return (logits, aux logits) while training: mindcv's
+# recipes for them set aux_factor 0.1 (configs/inceptionv3/inception_v3_ascend.yaml), as its CrossEntropySmooth reads it.
+AUX_FACTOR = 0.1
+
+
+def with_aux_logits(loss: "nn.Cell") -> "nn.Cell":
+    """`loss` for a network that may return auxiliary logits (Inception V3 in training): the main logits' loss
+    plus AUX_FACTOR times each auxiliary head's, as mindcv trains it; a single logits tensor is passed through."""
+    from mindspore import nn
+
+    class AuxLogitsLoss(nn.Cell):
+        def __init__(self) -> None:
+            super().__init__()
+            self.loss = loss
+
+        def construct(self, *outputs_and_labels: Any) -> Any:    # the step passes a network's outputs spread out
+            labels = outputs_and_labels[-1]
+            total = self.loss(outputs_and_labels[0], labels)
+            for aux in outputs_and_labels[1:-1]:
+                total = total + AUX_FACTOR * self.loss(aux, labels)
+            return total
+
+    return AuxLogitsLoss()
 
 
 def mindcv_workload(model: str) -> MindCVWorkload:
