@@ -1,9 +1,10 @@
 """A mindcv training config (its YAML schema: configs/<family>/<model>_ascend.yaml, the flat keys of mindcv's
 config.py) as a cell of the `mindcv:<model>` adapter (workloads/zoo/mindcv.py).
 
-The adapter feeds mindcv's own network resnet50's generated images, pipeline and loss, so the dataset,
-augmentation and loss keys are listed as not modelled with that reason; the image size, class count and
-label smoothing are the adapter's preset fields; the rest are knobs.
+The adapter feeds mindcv's own network resnet50's generated images and loss, so the dataset and loss keys are
+listed as not modelled with that reason; the image size, class count, label smoothing and the training
+augmentations (RandAugment/AutoAugment, colour jitter, random erasing, interpolation, mixup/cutmix: mindcv's own
+transforms then run, and their host cost is measured) are the adapter's preset fields; the rest are knobs.
 """
 
 from __future__ import annotations
@@ -14,25 +15,26 @@ from msbench.errors import ConfigError
 from msbench.importers.fields import ConfigFields, ImportedConfig, Knobs, flatten
 from msbench.importers.zoo import zoo_config
 from workloads.registry import get_workload
+from workloads.zoo.mindcv import AUGMENT_FIELDS
 
 FORMAT = "mindcv"
 NUMERICS_ONLY = "numerics only: no effect on the step time or memory the device model predicts"
-ADAPTER_DATA = ("the mindcv adapter feeds resnet50's generated images through resnet50's pipeline and "
-                "augmentations (docs/plugins.md), whose calibrated host cost stands in for this one")
+ADAPTER_DATA = ("the mindcv adapter feeds resnet50's generated images (docs/plugins.md): the source's reading, "
+                "the crop's scale and ratio and the loss are resnet50's")
 DEBUG = "process, logging or checkpoint setting: no effect on the modelled step"
 MODES = {0: "graph", 1: "pynative"}
 OPTIMIZERS = {"momentum": "momentum", "adam": "adam", "adamw": "adamw", "lamb": "lamb", "lars": "lars"}
 SCHEDULES = {"cosine_decay": "cosine", "warmup_cosine_decay": "cosine", "step_decay": "step",
              "multi_step_decay": "step", "polynomial_decay": "poly", "constant": "constant"}
 FIELDS_OF_PRESET = (("image_resize", "image_size"), ("num_classes", "num_classes"),
-                    ("label_smoothing", "label_smoothing"))
+                    ("label_smoothing", "label_smoothing"), *((name, name) for name in AUGMENT_FIELDS))
 
 REASONS: dict[str, str] = {
     **{k: ADAPTER_DATA for k in ("dataset", "data_dir", "shuffle", "dataset_download", "train_split", "val_split",
-                                 "num_samples", "scale", "ratio", "hflip", "vflip", "color_jitter", "interpolation",
-                                 "crop_pct", "auto_augment", "re_prob", "re_scale", "re_ratio", "re_value",
-                                 "re_max_attempts", "mixup", "cutmix", "cutmix_prob", "aug_repeats", "aug_splits",
-                                 "auto_augment", "loss")},
+                                 "num_samples", "scale", "ratio", "hflip", "vflip", "crop_pct", "re_scale", "re_ratio",
+                                 "re_max_attempts", "aug_splits", "loss")},
+    "aug_repeats": "repeated augmentation: the sampler repeats each sample on several cards; the per-step work is "
+                   "the same",
     **{k: DEBUG for k in ("pretrained", "ckpt_path", "keep_checkpoint_max", "ckpt_save_dir", "ckpt_save_interval",
                           "ckpt_save_policy", "epoch_size", "log_interval", "resume_opt", "val_while_train",
                           "val_interval", "metric_name", "train_url", "data_url", "ckpt_url", "enable_modelarts")},
@@ -45,6 +47,23 @@ REASONS: dict[str, str] = {
     "val_amp_level": "evaluation: not part of a training step",
     "ema": "an exponential moving average of the weights: an extra pass over the parameters per step, not modelled",
 }
+
+
+def preset_value(name: str, value: Any) -> Any:
+    """A config value in the adapter's preset terms (mindcv's None for no policy or jitter; one jitter factor)."""
+    if name in ("label_smoothing", "re_prob", "mixup", "cutmix", "cutmix_prob"):
+        return float(value)
+    if name == "auto_augment":
+        return value or ""
+    if name == "re_value":
+        return str(value)
+    if name == "color_jitter":
+        factors = value if isinstance(value, (list, tuple)) else [value or 0.0]
+        if len(set(factors)) != 1 or len(factors) not in (1, 3):
+            raise ConfigError("color_jitter", value, "one factor (or three equal ones) for brightness, contrast and "
+                              "saturation: the adapter's preset has one")
+        return float(factors[0])
+    return value
 
 
 def is_mindcv(data: Mapping[str, Any]) -> bool:
@@ -77,4 +96,4 @@ def import_mindcv(data: Mapping[str, Any], file: str) -> ImportedConfig:
     workload = get_workload(f"mindcv:{model}")       # an unknown model is refused there, with mindcv's names
     f.preset("model", "workload", workload.name)
     return zoo_config(f, workload, FIELDS_OF_PRESET, step_knobs(f, file), FORMAT, file, REASONS, f"mindcv's {model}",
-                      lambda name, value: float(value) if name == "label_smoothing" else value)
+                      preset_value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -115,6 +116,10 @@ def test_default_specs_remeasure_the_file_or_name_the_grid():
     # the three YOLO networks feed one pipeline: naming them measures its one entry per format, once
     yolo = default_specs(["yolov5s", "yolov8n", "yolov8s"], ["full"], ["generator"], {}, existing)
     assert [s.key for s in yolo] == ["yolov8n/full/generator"]
+    if importlib.util.find_spec("mindcv") is not None:
+        # a zoo network with a recipe's augmentations: mindcv's pipeline, one entry for every network
+        pit = default_specs(["mindcv:pit_ti"], ["full"], ["mindrecord"], {"re_prob": 0.25}, existing)
+        assert [s.key for s in pit] == ["mindcv:resnet50/full/mindrecord/re_prob=0.25"]
     from msbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="resnet5"):

@@ -196,6 +196,23 @@ def test_a_mindcv_config_is_a_cell_of_the_mindcv_adapter():
     assert fields["opt"].use == KNOB and fields["hflip"].use == NOT_MODELLED
 
 
+def test_a_mindcv_recipes_augmentations_are_preset_fields_of_the_adapter(tmp_path):
+    pytest.importorskip("mindcv", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
+    text = (CONFIGS / "mindcv_resnet50.yaml").read_text().replace("interpolation: 'bilinear'", "interpolation: 'bicubic'")
+    path = tmp_path / "augmented.yaml"
+    path.write_text(text + "auto_augment: 'randaug-m9-mstd0.5-inc1'\nre_prob: 0.25\nre_value: 'random'\nmixup: 0.8\n"
+                    "cutmix: 1.0\ncolor_jitter: [0.4, 0.4, 0.4]\naug_repeats: 3\n")
+    imported = import_config(path)
+    assert dict(imported.overrides) == {"interpolation": "bicubic", "auto_augment": "randaug-m9-mstd0.5-inc1",
+                                        "re_prob": 0.25, "re_value": "random", "mixup": 0.8, "cutmix": 1.0,
+                                        "color_jitter": 0.4}
+    fields = {f.path: f for f in imported.fields}
+    assert fields["mixup"].use == PRESET and fields["aug_repeats"].use == NOT_MODELLED
+    path.write_text(text + "color_jitter: [0.4, 0.2, 0.4]\n")
+    with pytest.raises(ConfigError, match=r"color_jitter=\[0.4, 0.2, 0.4\].*one factor"):
+        import_config(path)
+
+
 def test_a_mindyolo_config_with_its_base_files_is_a_cell_of_the_mindyolo_adapter():
     pytest.importorskip("mindyolo", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
     path = CONFIGS / "mindyolo" / "yolov8s.yaml"

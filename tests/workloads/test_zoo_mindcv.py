@@ -9,6 +9,8 @@ scaled exactly (hardware/model/scaling.py) and are cached (msbench/cache.py), li
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("mindcv", reason="the zoo extra is not installed: pip install -e '.[zoo]'")
@@ -135,3 +137,56 @@ def test_auxiliary_logits_add_their_weighted_loss_as_mindcv_trains_them(graph_mo
     assert loss(main, labels).asnumpy() == pytest.approx(base(main, labels).asnumpy(), rel=1e-6)
     expected = base(main, labels).asnumpy() + adapter.AUX_FACTOR * base(aux, labels).asnumpy()
     assert loss(main, aux, labels).asnumpy() == pytest.approx(expected, rel=1e-6)
+
+
+RECIPE = {"auto_augment": "randaug-m9-mstd0.5-inc1", "re_prob": 0.25, "re_value": "random", "mixup": 0.8,
+          "cutmix": 1.0, "interpolation": "bicubic", "color_jitter": 0.4}
+
+
+def test_an_augmented_recipe_reads_one_entry_of_mindcvs_pipeline_whatever_the_network():
+    pit, cnn = registry.get_workload("mindcv:pit_ti"), registry.get_workload("mindcv:mobilenet_v3_large_100")
+    # mindcv jitters colour only without a policy, so the jitter is not part of this pipeline's identity
+    entry = ("mindcv:resnet50", "full", {k: v for k, v in RECIPE.items() if k != "color_jitter"})
+    assert pit.calibrated_pipeline("full", RECIPE) == entry == cnn.calibrated_pipeline("full", RECIPE)
+    assert registry.calibration_entry("mindcv:pit_ti", "full", RECIPE) == entry
+    assert registry.calibration_entry("mindcv:crossvit_9", "full", {"color_jitter": 0.4}) == (
+        "mindcv:resnet50", "full", {"image_size": 240, "color_jitter": 0.4})
+    assert cnn.calibrated_pipeline("full", {"interpolation": "bilinear"}) == ("resnet50", "full", {})
+
+
+def test_an_augmented_recipe_runs_mindcvs_transforms_and_mixup_with_soft_labels(tmp_path):
+    wl = registry.get_workload("mindcv:mobilenet_v3_small_100")
+    preset = wl.preset("tiny", RECIPE)
+    spec = wl.pipeline_spec(preset, "train")
+    names = [type(op).__name__ for op in spec.stages[0].operations]
+    assert names[0] == "RandomCropDecodeResize" and "RandAugment" in names and names[-1] == "RandomErasing"
+    assert spec.per_batch is not None and wl.pipeline_spec(preset, "eval").per_batch is None
+    plain, resnet = wl.preset("tiny"), registry.get_workload("resnet50")
+    ours, theirs = wl.pipeline_spec(plain, "train"), resnet.pipeline_spec(wl.data_preset(plain), "train")
+    assert ours.source_key == theirs.source_key and ours.per_batch is None
+    assert [[type(op).__name__ for op in stage.operations] for stage in ours.stages] == [
+        [type(op).__name__ for op in stage.operations] for stage in theirs.stages]
+    images, labels = next(wl.make_dataset(preset, "train", make_settings({"data_format": "mindrecord"}), 8,
+                                          workdir=tmp_path).create_tuple_iterator(output_numpy=True))
+    assert images.shape == (8, 3, preset.image_size, preset.image_size)
+    assert labels.shape == (8, preset.num_classes) and labels.dtype.name == "float32"
+    assert abs(float(labels.sum()) - 8.0) < 1e-4                 # each row a distribution over the classes
+    synthetic = wl.synthetic_batch(preset, 4)[1]
+    assert synthetic.shape == (4, preset.num_classes) and synthetic.dtype.name == "float32"
+
+
+@pytest.mark.parametrize(("field", "value", "allowed"), [
+    ("interpolation", "lanczos", "bilinear|bicubic|nearest|area"),
+    ("auto_augment", "randomaug", "randaug|autoaug|3a|trivialaugwide|augmix"),
+    ("re_value", "noise", "0|random"),
+    ("re_prob", 1.5, "0 <= x <= 1"),
+    ("mixup", -0.1, ">= 0"),
+])
+def test_a_bad_augmentation_is_one_line_naming_field_value_and_allowed(field, value, allowed):
+    with pytest.raises(ConfigError, match=f"{re.escape(f'{field}={value!r}')}.*{re.escape(allowed)}"):
+        registry.get_workload("mindcv:resnet50").preset("tiny", {field: value})
+
+
+def test_mixup_needs_an_even_batch():
+    with pytest.raises(ConfigError, match="batch_size=75.*even"):
+        registry.get_workload("mindcv:resnet50").preset("full", {"mixup": 0.2, "batch_size": 75})
