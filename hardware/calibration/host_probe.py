@@ -24,8 +24,10 @@ from workloads.registry import get_workload
 REPEATS = 5                 # timed segments per worker count; the median is reported
 MIN_SAMPLES = 64            # samples per timed segment (whole batches: one ResNet-50 batch of 256)
 REPLAY_CALLS = 16          # recorded calls per Python callable replayed by the GIL probe
-REPLAY_REPEATS = 3
-REPLAY_MIN_S = 0.1         # each replay repeats the recorded calls for at least this long in one thread
+# Seven replays of at least a second each: a policy that draws its ops at random (RandAugment) runs other work in
+# each replay, and three replays of 0.1 s put one pipeline's GIL share anywhere from 0.29 to 1.00 (December 2026).
+REPLAY_REPEATS = 7
+REPLAY_MIN_S = 1.0         # each replay repeats the recorded calls for at least this long in one thread
 MINOR_STAGE = 0.01         # threads under this share of the pipeline's CPU are summed into one stage
 
 @dataclass(frozen=True)
