@@ -199,6 +199,19 @@ def test_gil_replay_tells_gil_held_from_gil_free_work():
     assert gil_replay([])["gil_fraction"] == 0.0
 
 
+def test_each_callable_is_replayed_alone_and_weighted_by_its_python_time():
+    """A GIL-holding callable and a GIL-free one in one pipeline: the pipeline's share is each one's share
+    weighted by its stage's Python time, not the share of the two replayed together."""
+    held, free = (ctypes.PyDLL(None).usleep, (5000,)), (ctypes.CDLL(None).usleep, (5000,))
+    stages = [{"name": "map[0]", "python_seconds_per_sample": 3e-3}, {"name": "per_batch", "python_seconds_per_sample": 1e-3},
+              {"name": "thread 2", "python_seconds_per_sample": 0.0}]
+    out = host_probe.gil_shares(stages, {"map[0]": [held] * 4, "per_batch": [free] * 4})
+    g_held, g_free = (out["by_callable"][t]["gil_fraction"] for t in ("map[0]", "per_batch"))
+    assert g_held > 0.5 and g_free < 0.3 and out["calls"] == 8
+    assert out["gil_fraction"] == pytest.approx(0.75 * g_held + 0.25 * g_free)
+    assert host_probe.gil_shares(stages, {})["gil_fraction"] == 0.0
+
+
 def test_held_out_points_compare_the_wall_clock_with_the_law(tmp_path):
     path = write(tmp_path / "host_cost.json", entry())
     one, two = held_out_points(path)
